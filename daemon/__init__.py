@@ -1,0 +1,3 @@
+"""distilld: keeps an Aura Distill knowledge store healthy."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,145 @@
+"""CATALOG.md: the canonical rebuild and the reading of rows (STORE-FORMAT.md 1.8).
+
+The rebuild is a pure function of a snapshot and a clock reading, so the same store at the
+same instant always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+
+from .paths import is_legacy
+from .snapshot import Snapshot
+from .spine import hook_of_entry
+from .stamps import STAMP_PATTERN, format_utc, stamp_later
+from .text import decode, escape_free_text, rtrim, split_lines
+
+TITLE = "# Knowledge catalog"
+COMMENT = "<!-- Complete inventory, rebuilt by /distill. Not loaded at session start. rebuilt: {stamp} -->"
+REBUILT_RE = re.compile(r"rebuilt: (" + STAMP_PATTERN + ")")
+ROW_PATH_RE = re.compile(r"^- ([^|]*) \|")
+KNOWN_SEGMENT_RE = re.compile(
+    r"^(?:validated |archived |reason: |from |hook: |pinned$|legacy$|oversize(?:: |$)|[0-9]+ entries$)"
+)
+
+
+def active_row(snapshot: Snapshot, path: str) -> str:
+    file = snapshot.knowledge(path)
+    row = f"- {path} | {file.scope}"
+    if file.newest_stamp:
+        row += f" | validated {file.newest_stamp}"
+    if file.pinned:
+        row += " | pinned"
+    reason = file.oversize_reason
+    if reason is not None:
+        row += f" | oversize: {escape_free_text(reason)}" if reason else " | oversize"
+    return row
+
+
+def archived_row(snapshot: Snapshot, path: str) -> str:
+    file = snapshot.knowledge(path)
+    row = f"- {path} | {file.scope}"
+    if is_legacy(path):
+        return row + " | legacy"
+    event = snapshot.ledger.last_archive_line(path) if snapshot.ledger else None
+    if event is None or event.stamp is None:
+        return row  # pending adoption: the checker flags it, the catalog does not hide it
+    row += f" | archived {event.stamp[:10]}"
+    reason = event.value("reason")
+    if reason:
+        row += f" | reason: {reason}"
+    row += f" | from {event.value('from') or ''}"
+    row += f" | hook: {rtrim(hook_of_entry(event.value('spine-entry') or ''))}"
+    return row
+
+
+def evidence_row(snapshot: Snapshot, path: str) -> str:
+    file = snapshot.knowledge(path)
+    return f"- {path} | for {file.fm('evidence_for') or ''} | {file.dash_entry_count()} entries"
+
+
+def rebuilt_stamp(snapshot: Snapshot, now: datetime) -> str:
+    """``now`` in UTC, but never earlier than the newest ledger event."""
+    stamp = format_utc(now)
+    newest = snapshot.ledger.newest_stamp if snapshot.ledger else None
+    if newest and stamp_later(newest, stamp):
+        return newest if "T" in newest else newest + "T00:00:00Z"
+    return stamp
+
+
+def render_catalog(snapshot: Snapshot, now: datetime) -> str:
+    """The canonical CATALOG.md for this snapshot, stamped with ``now`` (or the newest event)."""
+    parts = [TITLE, "", COMMENT.format(stamp=rebuilt_stamp(snapshot, now)), "", "## active"]
+    parts += [active_row(snapshot, p) for p in snapshot.tier_paths]
+    parts += ["", "## archived"]
+    parts += [archived_row(snapshot, p) for p in snapshot.archive_paths]
+    parts += ["", "## evidence"]
+    parts += [evidence_row(snapshot, p) for p in snapshot.evidence_paths]
+    return "\n".join(parts) + "\n"
+
+
+@dataclass(frozen=True)
+class CatalogRow:
+    line: str
+    path: str | None  # text between "- " and the first " |", when the row has one
+
+
+class Catalog:
+    """A CATALOG.md as written, hand-made or rebuilt."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return split_lines(decode(self.raw))
+
+    @cached_property
+    def rows(self) -> list[CatalogRow]:
+        rows: list[CatalogRow] = []
+        for line in self.lines:
+            if line.startswith("- "):
+                match = ROW_PATH_RE.match(line)
+                rows.append(CatalogRow(line, match.group(1) if match else None))
+        return rows
+
+    @cached_property
+    def rebuilt(self) -> str | None:
+        for line in self.lines:
+            match = REBUILT_RE.search(line)
+            if match:
+                return match.group(1)
+        return None
+
+    @cached_property
+    def _row_by_path(self) -> dict[str, str]:
+        # The checker's catalog_row(p) is the first line containing "- <p> |" anywhere. Index
+        # every such candidate (each "- " start with each later " |") so each lookup is exact.
+        found: dict[str, str] = {}
+        for line in self.lines:
+            start = line.find("- ")
+            while start != -1:
+                end = line.find(" |", start + 2)
+                while end != -1:
+                    found.setdefault(line[start + 2:end], line)
+                    end = line.find(" |", end + 1)
+                start = line.find("- ", start + 1)
+        return found
+
+    def row_for(self, path: str) -> str | None:
+        return self._row_by_path.get(path)
+
+    @property
+    def listed_paths(self) -> list[str]:
+        return [row.path for row in self.rows if row.path is not None]
+
+    def stamp_masked(self) -> str:
+        """The text with its ``rebuilt:`` stamp blanked, to compare content across rebuilds."""
+        return REBUILT_RE.sub("rebuilt: -", decode(self.raw).replace("\r", ""), count=1)
+
+
+def is_known_segment(segment: str) -> bool:
+    return KNOWN_SEGMENT_RE.match(segment) is not None

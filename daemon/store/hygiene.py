@@ -1,0 +1,65 @@
+"""Bad-input diagnostics: encodings, binary content, line endings, unreadable files.
+
+The reference checker is silent on these, so they are notes (they never fail a group),
+except a file that cannot be read at all, which fails the group that owns the file.
+"""
+
+from __future__ import annotations
+
+from .findings import Finding, Group, fail, note
+from .paths import CATALOG, LEDGER, LOCAL_SPINE, SPINE
+from .snapshot import Snapshot
+
+BOM = b"\xef\xbb\xbf"
+
+
+def _group_of(path: str) -> Group:
+    if path in (SPINE, LOCAL_SPINE):
+        return "C1"
+    if path == CATALOG or path.split("/", 1)[0] in ("archive", "evidence"):
+        return "C2"
+    return "C3"
+
+
+def _encoding_notes(path: str, raw: bytes) -> list[Finding]:
+    group = _group_of(path)
+    found: list[Finding] = []
+    if b"\x00" in raw:
+        found.append(note(group, "binary", path, f"{path} holds NUL bytes (binary content); keep only text in the store"))
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        found.append(note(group, "not-utf8", path,
+                          f"{path} is not valid UTF-8 (first bad byte at offset {error.start}); re-save it as UTF-8"))
+    if raw.startswith(BOM):
+        found.append(note(group, "bom", path,
+                          f"{path} starts with a byte-order mark, which hides its first line "
+                          "(frontmatter, title) from every reader; remove the BOM"))
+    crlf = raw.count(b"\r\n")
+    if crlf and crlf != raw.count(b"\n"):
+        found.append(note(group, "mixed-line-endings", path,
+                          f"{path} mixes CRLF and LF line endings; writers keep them as they are"))
+    return found
+
+
+def hygiene_findings(snapshot: Snapshot) -> list[Finding]:
+    found: list[Finding] = []
+    for error in snapshot.read_errors:
+        found.append(fail(_group_of(error.path), "unreadable", error.path,
+                          f"{error.path}: {error.message}; fix its permissions so the store can be checked"))
+    unreadable = {error.path for error in snapshot.read_errors}
+    for path, raw in snapshot.contents.items():
+        if path in unreadable:
+            continue
+        found += _encoding_notes(path, raw)
+        if path in (SPINE, CATALOG, LEDGER, LOCAL_SPINE):
+            continue
+        file = snapshot.knowledge(path)
+        if file.has_frontmatter and not file.frontmatter.closed:
+            found.append(note(_group_of(path), "frontmatter-unclosed", path,
+                              f"{path} opens frontmatter with '---' but never closes it; "
+                              "the whole file is read as frontmatter"))
+    if snapshot.ledger is not None and snapshot.ledger.raw and not snapshot.ledger.raw.endswith(b"\n"):
+        found.append(note("C2", "ledger-no-final-newline", LEDGER,
+                          f"{LEDGER} does not end with a newline; the next appended line starts on a new line"))
+    return sorted(found, key=lambda f: ("C1", "C2", "C3", "C4").index(f.group))

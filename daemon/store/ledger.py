@@ -1,0 +1,148 @@
+"""archive/LEDGER.md: the strict event grammar (STORE-FORMAT.md 1.7).
+
+Parsing keeps every value exactly as written (``\\|`` escapes included); callers unescape
+free text only where they re-use it as text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .paths import ARCHIVE_PREFIX, contained
+from .stamps import STAMP_PATTERN, newest
+from .text import decode, rtrim, split_lines, split_segments
+
+EVENT_RE = re.compile(r"^- (" + STAMP_PATTERN + r") ")
+EVENTS: tuple[str, ...] = ("archive", "restore", "restore (modified)")
+RESTORE_EVENTS: tuple[str, ...] = ("restore", "restore (modified)")
+KEYS: tuple[str, ...] = ("from", "to", "sha256", "sha256-norm", "reason", "spine-entry")
+
+
+@dataclass(frozen=True)
+class LedgerProblem:
+    code: str
+    message: str
+
+
+@dataclass
+class LedgerLine:
+    """One ``- `` line of the ledger, whether or not it parses."""
+
+    number: int  # 1-based line number in the file
+    text: str
+    stamp: str | None = None
+    event: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    problems: list[LedgerProblem] = field(default_factory=list)
+
+    @property
+    def is_event(self) -> bool:
+        return self.stamp is not None
+
+    @property
+    def is_archive(self) -> bool:
+        return self.event == "archive"
+
+    @property
+    def is_restore(self) -> bool:
+        return self.event in RESTORE_EVENTS
+
+    def value(self, key: str) -> str | None:
+        return self.fields.get(key)
+
+    @property
+    def state_key(self) -> str | None:
+        """The tier path whose state this line decides: ``to`` minus ``archive/`` for an archive."""
+        target = self.fields.get("to")
+        if target is None or self.event not in EVENTS:
+            return None
+        if self.is_archive:
+            return target[len(ARCHIVE_PREFIX):] if target.startswith(ARCHIVE_PREFIX) else target
+        return target
+
+
+def _starts_archive(text: str) -> bool:
+    match = EVENT_RE.match(text)
+    return match is not None and text.startswith("archive ", match.end())
+
+
+def parse_line(number: int, text: str) -> LedgerLine:
+    line = LedgerLine(number, text)
+    match = EVENT_RE.match(text)
+    if not match:
+        line.problems.append(LedgerProblem("ledger-malformed", "no leading date"))
+        return line
+    line.stamp = match.group(1)
+    head, _, _ = text[match.end():].partition(" |")
+    line.event = head
+    if head not in EVENTS:
+        line.problems.append(LedgerProblem("ledger-unknown-event", f"unknown ledger event '{head}'"))
+    for segment in split_segments(text)[1:]:
+        key, sep, value = segment.partition(": ")
+        if not sep or key not in KEYS or key in line.fields:
+            line.problems.append(LedgerProblem("ledger-unescaped-pipe", segment))
+            continue
+        line.fields[key] = rtrim(value)
+    return line
+
+
+class Ledger:
+    """A parsed ledger; ``lines`` holds every ``- `` line in file order."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    @cached_property
+    def text_lines(self) -> list[str]:
+        return split_lines(decode(self.raw))
+
+    @cached_property
+    def lines(self) -> list[LedgerLine]:
+        return [
+            parse_line(number, text)
+            for number, text in enumerate(self.text_lines, start=1)
+            if text.startswith("- ")
+        ]
+
+    @cached_property
+    def events(self) -> list[LedgerLine]:
+        return [line for line in self.lines if line.is_event]
+
+    @cached_property
+    def newest_stamp(self) -> str | None:
+        return newest([line.stamp for line in self.events if line.stamp])
+
+    @cached_property
+    def last_event_by_path(self) -> dict[str, LedgerLine]:
+        """State = the last known event per tier-contained path, in file order."""
+        state: dict[str, LedgerLine] = {}
+        for line in self.events:
+            key = line.state_key
+            if key is not None and contained(key, "tier"):
+                state[key] = line
+        return state
+
+    @cached_property
+    def _last_archive_by_target(self) -> dict[str, LedgerLine]:
+        # The checker's test is the substring `| to: A |` on an archive line. Index every
+        # candidate A (each `| to: ` start paired with each later ` |`) so lookups stay exact.
+        found: dict[str, LedgerLine] = {}
+        for line in self.events:
+            if not _starts_archive(line.text):
+                continue
+            text = line.text
+            start = text.find("| to: ")
+            while start != -1:
+                value_start = start + len("| to: ")
+                end = text.find(" |", value_start)
+                while end != -1:
+                    found[text[value_start:end]] = line
+                    end = text.find(" |", end + 1)
+                start = text.find("| to: ", start + 1)
+        return found
+
+    def last_archive_line(self, archive_path: str) -> LedgerLine | None:
+        """The last ``archive`` event whose line contains ``| to: <archive_path> |``."""
+        return self._last_archive_by_target.get(archive_path)

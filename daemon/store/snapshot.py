@@ -1,0 +1,180 @@
+"""Read a store into memory once: raw bytes in, a model out.
+
+Symlinks are recorded and never followed or read; every other file the checks need is read
+as raw bytes. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from ..errors import StoreError
+from .ledger import Ledger
+from .paths import CATALOG, LEDGER, LOCAL_SPINE, SPINE, TIERS, Layout, is_nested_archive
+from .spine import Spine
+from .tierfile import KnowledgeFile
+
+SCANNED_DIRS: tuple[str, ...] = (*TIERS, "archive", "evidence", "local")
+
+
+def c_sorted(paths: list[str]) -> list[str]:
+    """Sort as ``LC_ALL=C sort`` does: by bytes."""
+    return sorted(paths, key=os.fsencode)
+
+
+@dataclass(frozen=True)
+class ReadError:
+    path: str
+    message: str
+
+
+@dataclass
+class Snapshot:
+    """Everything the checks read, taken from disk at one moment."""
+
+    root: Path
+    files: set[str] = field(default_factory=set)  # every regular file in the scanned areas
+    symlinks: list[str] = field(default_factory=list)
+    contents: dict[str, bytes] = field(default_factory=dict)
+    read_errors: list[ReadError] = field(default_factory=list)
+
+    # -- file sets of the reference checker -------------------------------------------------
+    @cached_property
+    def tier_paths(self) -> list[str]:
+        return c_sorted([p for p in self._markdown_under(TIERS) if not is_nested_archive(p)])
+
+    @cached_property
+    def nested_archive_paths(self) -> list[str]:
+        return c_sorted([p for p in self._markdown_under(TIERS) if is_nested_archive(p)])
+
+    @cached_property
+    def archive_paths(self) -> list[str]:
+        return c_sorted(
+            [p for p in self._markdown_under(("archive",)) if p.rsplit("/", 1)[-1] != "LEDGER.md"]
+        )
+
+    @cached_property
+    def evidence_paths(self) -> list[str]:
+        return c_sorted(self._markdown_under(("evidence",)))
+
+    def _markdown_under(self, tops: tuple[str, ...]) -> list[str]:
+        return [p for p in self.files if p.endswith(".md") and p.split("/", 1)[0] in tops and "/" in p]
+
+    # -- models ------------------------------------------------------------------------------
+    def knowledge(self, path: str) -> KnowledgeFile:
+        cached = self._knowledge_cache.get(path)
+        if cached is None:
+            cached = KnowledgeFile(path, self.contents.get(path, b""))
+            self._knowledge_cache[path] = cached
+        return cached
+
+    @cached_property
+    def _knowledge_cache(self) -> dict[str, KnowledgeFile]:
+        return {}
+
+    @cached_property
+    def spine(self) -> Spine | None:
+        raw = self.contents.get(SPINE)
+        return Spine(raw) if raw is not None else None
+
+    @cached_property
+    def local_spine(self) -> Spine | None:
+        raw = self.contents.get(LOCAL_SPINE)
+        return Spine(raw) if raw is not None else None
+
+    @cached_property
+    def ledger(self) -> Ledger | None:
+        raw = self.contents.get(LEDGER)
+        return Ledger(raw) if raw is not None else None
+
+    @property
+    def catalog_raw(self) -> bytes | None:
+        return self.contents.get(CATALOG)
+
+    def exists(self, path: str) -> bool:
+        """Is there a file at this store-relative path (as ``test -f`` would say)?"""
+        if path in self.files:
+            return True
+        if path in self._symlinked_files:
+            return True
+        top = path.split("/", 1)[0]
+        if "/" in path and top in SCANNED_DIRS:
+            return False  # the scan saw everything there
+        return (self.root / path).is_file() and not (self.root / path).is_symlink()
+
+    @cached_property
+    def _symlinked_files(self) -> set[str]:
+        # `test -f` follows a link; report the link, but let existence checks agree with the checker.
+        return {link for link in self.symlinks if (self.root / link).is_file()}
+
+    @cached_property
+    def layout(self) -> Layout:
+        if CATALOG in self.files:
+            return Layout.FILES_ONLY
+        if any(p.split("/", 1)[0] in (*TIERS, "archive") for p in self.files):
+            return Layout.UNMIGRATED
+        return Layout.NEW
+
+
+def _walk(root: Path, top: str, snapshot: Snapshot) -> None:
+    pending = [top]
+    while pending:
+        relative = pending.pop()
+        try:
+            with os.scandir(root / relative) as entries:
+                children = list(entries)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            snapshot.read_errors.append(ReadError(relative, f"cannot list directory: {error.strerror}"))
+            continue
+        for entry in children:
+            child = f"{relative}/{entry.name}"
+            if entry.is_symlink():
+                snapshot.symlinks.append(child)
+            elif entry.is_dir(follow_symlinks=False):
+                pending.append(child)
+            elif entry.is_file(follow_symlinks=False):
+                snapshot.files.add(child)
+
+
+def _read(root: Path, path: str, snapshot: Snapshot) -> None:
+    try:
+        snapshot.contents[path] = (root / path).read_bytes()
+    except OSError as error:
+        snapshot.read_errors.append(ReadError(path, f"cannot read: {error.strerror or error}"))
+        snapshot.contents[path] = b""
+
+
+def take_snapshot(store: Path | str) -> Snapshot:
+    """Read the store at ``store``. Raises StoreError when it is not a readable directory."""
+    given = Path(store).expanduser()
+    if not given.exists():
+        raise StoreError(f"{given}: no such store directory (create it, or pass the store's path)")
+    if not given.is_dir():
+        raise StoreError(f"{given}: not a directory; pass the store's root folder")
+    root = given.resolve()  # the checker works on physical paths (pwd -P)
+    snapshot = Snapshot(root=root)
+    for name in (SPINE, CATALOG):
+        candidate = root / name
+        if candidate.is_symlink():
+            snapshot.symlinks.append(name)
+        elif candidate.is_file():
+            snapshot.files.add(name)
+    for top in SCANNED_DIRS:
+        candidate = root / top
+        if candidate.is_symlink():
+            snapshot.symlinks.append(top)
+        elif candidate.is_dir():
+            _walk(root, top, snapshot)
+    snapshot.symlinks.sort(key=os.fsencode)
+    wanted = [SPINE, CATALOG, LEDGER, LOCAL_SPINE]
+    wanted += snapshot.tier_paths + snapshot.nested_archive_paths
+    wanted += snapshot.archive_paths + snapshot.evidence_paths
+    for path in wanted:
+        if path in snapshot.files and path not in snapshot.contents:
+            _read(root, path, snapshot)
+    return snapshot

@@ -1,0 +1,121 @@
+"""Text conventions shared by every store file (STORE-FORMAT.md 1.2).
+
+Files are kept as raw bytes; text views decode with ``surrogateescape`` so that invalid UTF-8
+survives a round trip and byte counts stay exact. Line views drop every CR, split on LF only
+(never ``str.splitlines``, which also splits on form feeds and U+2028), and count a final line
+without a newline as a line, the way ``tr -d '\\r' | grep -c ''`` does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+ASCII_SPACE = " \t\r\n\v\f"  # the C locale's [[:space:]]; Unicode spaces are content
+
+
+def decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def byte_len(text: str) -> int:
+    return len(encode(text))
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines of ``text`` with CRs removed; a trailing newline does not start a new line."""
+    text = text.replace("\r", "")
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def trim(s: str) -> str:
+    return s.strip(ASCII_SPACE)
+
+
+def rtrim(s: str) -> str:
+    return s.rstrip(ASCII_SPACE)
+
+
+def ltrim(s: str) -> str:
+    return s.lstrip(ASCII_SPACE)
+
+
+def sha256_hex(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def sha256_norm_hex(raw: bytes) -> str:
+    """sha256 of the file with its frontmatter ``recall_count:`` line removed (STORE-FORMAT 1.7).
+
+    Mirrors the reference awk: records are split on LF, CRs are kept, and every record is
+    re-emitted with a LF, so a file without a final newline gains one.
+    """
+    records = raw.split(b"\n")
+    if records[-1] == b"":
+        records.pop()
+    out: list[bytes] = []
+    in_frontmatter = False
+    for number, record in enumerate(records, start=1):
+        is_fence = record in (b"---", b"---\r")
+        if number == 1 and is_fence:
+            in_frontmatter = True
+        elif in_frontmatter and is_fence:
+            in_frontmatter = False
+        elif in_frontmatter and record.startswith(b"recall_count:"):
+            continue
+        out.append(record)
+        out.append(b"\n")
+    return hashlib.sha256(b"".join(out)).hexdigest()
+
+
+def clip(s: str, limit: int) -> str:
+    """The first ``limit`` bytes of ``s`` for a message, never cutting a UTF-8 character."""
+    raw = encode(s)
+    if len(raw) <= limit:
+        return s
+    cut = raw[:limit]
+    # Step back over continuation bytes so the clip ends on a character boundary.
+    while cut and (cut[-1] & 0xC0) == 0x80:
+        cut = cut[:-1]
+    if cut and cut[-1] >= 0xC0:
+        cut = cut[:-1]
+    return decode(cut)
+
+
+def escape_free_text(s: str) -> str:
+    """Escape a bare ``|`` as ``\\|``; an already escaped ``\\|`` is kept."""
+    out: list[str] = []
+    previous = ""
+    for ch in s:
+        if ch == "|" and previous != "\\":
+            out.append("\\|")
+        else:
+            out.append(ch)
+        previous = ch
+    return "".join(out)
+
+
+def unescape_free_text(s: str) -> str:
+    return s.replace("\\|", "|")
+
+
+def split_segments(line: str) -> list[str]:
+    """Split a ledger or catalog line on the literal `` | ``, from the left."""
+    return line.split(" | ")
+
+
+def field(line: str, key: str) -> str | None:
+    """Value of the first `` | `` segment that starts with ``key: ``, trailing space trimmed."""
+    prefix = key + ": "
+    for segment in split_segments(line):
+        if segment.startswith(prefix):
+            return rtrim(segment[len(prefix):])
+    return None

@@ -1,0 +1,203 @@
+"""Knowledge files: frontmatter, activity stamps, markers, protected blocks (STORE-FORMAT.md 1.4).
+
+The same reading applies to tier files, archived files and evidence twins; each is a
+``KnowledgeFile`` over its raw bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from .text import decode, escape_free_text, sha256_hex, sha256_norm_hex, split_lines
+
+STAMP_IN_FILE_RE = re.compile(r"last_(?:validated|updated): *([0-9]{4}-[0-9]{2}-[0-9]{2})")
+PROTECTED_RE = re.compile(r"\[(?:NON-NEGOTIABLE|DIRECTIVE)[^\]]*\]")
+# Searched over whole texts: like grep, a marker never spans a line break.
+NON_NEGOTIABLE_RE = re.compile(r"\[NON-NEGOTIABLE[^\]\n]*\]")
+DIRECTIVE_RE = re.compile(r"\[DIRECTIVE[^\]\n]*\]")
+# Protected markers plus the retrieval markers of Step 1d: lines that must never be lost.
+MARKER_RE = re.compile(
+    r"\[(?:NON-NEGOTIABLE|DIRECTIVE|UPDATED|DEPRECATED|CORRECTED|IMPORTANT|CONTEXT|PROVISIONAL)[^\]]*\]"
+)
+HEADING_RE = re.compile(r"^(#+) ")
+CONTINUATION_RE = re.compile(r"^[ \t]+[^ \t]")
+FENCE = "---"
+
+
+@dataclass(frozen=True)
+class Frontmatter:
+    """The lines between the opening ``---`` and the next ``---`` (or the end of the file)."""
+
+    lines: tuple[str, ...]
+    closed: bool
+
+    def value(self, key: str) -> str | None:
+        """The checker's ``fm_value``: first ``key:`` line, key and following blanks removed.
+
+        No quote handling and no trailing-space trim, exactly like the reference parser.
+        """
+        prefix = key + ":"
+        for line in self.lines:
+            if line.startswith(prefix):
+                return line[len(prefix):].lstrip(" \t")
+        return None
+
+    def has(self, key: str) -> bool:
+        return self.value(key) is not None
+
+
+NO_FRONTMATTER = Frontmatter(lines=(), closed=False)
+
+
+def parse_frontmatter(lines: list[str]) -> tuple[Frontmatter | None, int]:
+    """Frontmatter (or None) and the index of the first body line."""
+    if not lines or lines[0] != FENCE:
+        return None, 0
+    for index in range(1, len(lines)):
+        if lines[index] == FENCE:
+            return Frontmatter(tuple(lines[1:index]), closed=True), index + 1
+    return Frontmatter(tuple(lines[1:]), closed=False), len(lines)
+
+
+def parse_inline_list(value: str) -> list[str] | None:
+    """Items of ``[a.md, b.md]``; None when the value is not an inline list."""
+    if len(value) < 2 or not (value.startswith("[") and value.endswith("]")):
+        return None
+    items = (item.strip(" \t") for item in value[1:-1].split(","))
+    return [item for item in items if item]
+
+
+def select_protected_lines(lines: list[str]) -> list[str]:
+    """Lines that belong to a marked heading section, a marked bullet block, or carry a marker.
+
+    A marked heading's section runs to the next heading of equal or higher level; a marked
+    ``- `` bullet travels with its indented continuation lines (STORE-FORMAT.md 1.4, 3.5 item 9).
+    """
+    selected: list[str] = []
+    section_level = 0
+    in_block = False
+    for line in lines:
+        heading = HEADING_RE.match(line)
+        if heading:
+            level = len(heading.group(1))
+            if section_level and level <= section_level:
+                section_level = 0
+            if MARKER_RE.search(line):
+                section_level = level
+                in_block = False
+                selected.append(line)
+                continue
+        if section_level:
+            selected.append(line)
+            continue
+        if line.startswith("- ") and MARKER_RE.search(line):
+            in_block = True
+            selected.append(line)
+            continue
+        if in_block and CONTINUATION_RE.match(line):
+            selected.append(line)
+            continue
+        in_block = False
+        if MARKER_RE.search(line):
+            selected.append(line)
+    return selected
+
+
+class KnowledgeFile:
+    """One Markdown file of the store, read as raw bytes."""
+
+    def __init__(self, path: str, raw: bytes) -> None:
+        self.path = path
+        self.raw = raw
+
+    @cached_property
+    def text(self) -> str:
+        return decode(self.raw)
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return split_lines(self.text)
+
+    @property
+    def size(self) -> int:
+        return len(self.raw)
+
+    @property
+    def line_count(self) -> int:
+        return len(self.lines)
+
+    @cached_property
+    def _frontmatter_and_body(self) -> tuple[Frontmatter | None, int]:
+        return parse_frontmatter(self.lines)
+
+    @property
+    def frontmatter(self) -> Frontmatter:
+        found, _ = self._frontmatter_and_body
+        return found if found is not None else NO_FRONTMATTER
+
+    @property
+    def has_frontmatter(self) -> bool:
+        return self._frontmatter_and_body[0] is not None
+
+    @property
+    def body_lines(self) -> list[str]:
+        return self.lines[self._frontmatter_and_body[1]:]
+
+    def fm(self, key: str) -> str | None:
+        return self.frontmatter.value(key)
+
+    @cached_property
+    def newest_stamp(self) -> str | None:
+        """The activity stamp: the newest ``last_validated:``/``last_updated:`` date anywhere."""
+        found = STAMP_IN_FILE_RE.findall(self.text.replace("\r", ""))
+        return max(found) if found else None
+
+    @property
+    def pinned(self) -> bool:
+        return self.fm("lifecycle") == "pinned"
+
+    @property
+    def oversize_reason(self) -> str | None:
+        return self.fm("oversize")
+
+    @property
+    def split_from(self) -> str | None:
+        return self.fm("split_from")
+
+    @cached_property
+    def scope(self) -> str:
+        """The catalog's second column: ``scope:``, else the first heading, else ``(no scope)``."""
+        value = self.fm("scope")
+        if not value:
+            value = ""
+            for line in self.lines:
+                if line.startswith("#"):
+                    value = line.lstrip("#").lstrip(" ")
+                    break
+        return escape_free_text(value) if value else "(no scope)"
+
+    @cached_property
+    def has_non_negotiable(self) -> bool:
+        return NON_NEGOTIABLE_RE.search(self.text) is not None
+
+    @cached_property
+    def directive_count(self) -> int:
+        return len(DIRECTIVE_RE.findall(self.text))
+
+    @cached_property
+    def sha256(self) -> str:
+        return sha256_hex(self.raw)
+
+    @cached_property
+    def sha256_norm(self) -> str:
+        return sha256_norm_hex(self.raw)
+
+    @cached_property
+    def protected_lines(self) -> list[str]:
+        return select_protected_lines(self.lines)
+
+    def dash_entry_count(self) -> int:
+        """Lines starting ``- ``: the catalog's entry count for an evidence twin."""
+        return sum(1 for line in self.lines if line.startswith("- "))

@@ -1,0 +1,1 @@
+"""Shipped policy files; default.toml holds the design's numbers."""
