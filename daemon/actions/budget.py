@@ -1,0 +1,69 @@
+"""`distilld budget`: the store against its caps, with token estimates and the debt figure."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+
+from ..policy import Policy
+from ..store.budget import BudgetLimits, BudgetReport, measure_budget
+from ..store.snapshot import take_snapshot
+
+
+def limits_from(policy: Policy) -> BudgetLimits:
+    return BudgetLimits(
+        spine_max_lines=policy.spine.max_lines,
+        spine_max_bytes=policy.spine.max_bytes,
+        entry_max_bytes=policy.spine.entry_max_bytes,
+        spine_compact_lines=policy.spine.compact_at_lines,
+        spine_compact_bytes=policy.spine.compact_at_bytes,
+        file_max_lines=policy.tier_file.max_lines,
+        file_max_bytes=policy.tier_file.max_bytes,
+        staleness_days=policy.lifecycle.staleness_threshold_days,
+        candidate_dirs=policy.lifecycle.candidate_dirs,
+    )
+
+
+def run_budget(store: Path, policy: Policy, today: date) -> BudgetReport:
+    return measure_budget(take_snapshot(store), limits_from(policy), today)
+
+
+def _margin(value: int, cap: int) -> str:
+    left = cap - value
+    return f"{left} left" if left >= 0 else f"{-left} OVER"
+
+
+def render_text(report: BudgetReport) -> str:
+    limits = report.limits
+    if not report.spine_present:
+        out = ["SPINE.md: missing"]
+    else:
+        out = [
+            f"SPINE.md: {report.spine_lines} lines of {limits.spine_max_lines} "
+            f"({_margin(report.spine_lines, limits.spine_max_lines)}; compaction target {limits.spine_compact_lines})",
+            f"SPINE.md: {report.spine_bytes} bytes of {limits.spine_max_bytes} "
+            f"({_margin(report.spine_bytes, limits.spine_max_bytes)}; compaction target {limits.spine_compact_bytes})",
+            f"estimated tokens per session: ~{report.tokens_estimate} (bytes/4), "
+            f"up to ~{report.tokens_upper_estimate} (chars/3.2) -- estimates, not a tokenizer count",
+        ]
+    out.append(f"entries over {limits.entry_max_bytes} bytes: {len(report.entries_over)}")
+    out += [f"    - line {e.line}: {e.bytes} bytes: {e.start}..." for e in report.entries_over]
+    out.append(f"tier files over {limits.file_max_lines} lines or {limits.file_max_bytes} bytes: {len(report.files_over)}")
+    out += [f"    - {f.path}: {f.lines} lines, {f.bytes} bytes" for f in report.files_over]
+    if report.oversize_exempt:
+        out.append(f"oversize exemptions: {len(report.oversize_exempt)}")
+        out += [f"    - {path}: {reason}" for path, reason in report.oversize_exempt]
+    out.append(f"project files past their staleness threshold: {len(report.stale_projects)}")
+    out += [f"    - {s.path}: last activity {s.stamp}, {s.days} days (threshold {s.threshold})"
+            for s in report.stale_projects]
+    out.append(
+        f"debt: {report.debt} (= {report.spine_bytes_over} SPINE bytes over + {len(report.entries_over)} entries"
+        f" + {len(report.files_over)} files + {len(report.stale_projects)} stale projects"
+        f" + {len(report.oversize_exempt)} oversize exemptions)"
+    )
+    return "\n".join(out) + "\n"
+
+
+def render_json(report: BudgetReport) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"

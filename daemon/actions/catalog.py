@@ -1,0 +1,54 @@
+"""`distilld catalog`: print or write the canonical CATALOG.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import DistilldError
+from ..store import fs
+from ..store.catalog import Catalog, render_catalog
+from ..store.invariants import check_c2
+from ..store.paths import CATALOG, Layout
+from ..store.snapshot import Snapshot, take_snapshot
+from ..store.text import encode
+
+# C2 findings that make a catalog stale (STORE-FORMAT.md 1.8): a row for a missing file, a
+# file without a row, or a ledger event newer than the rebuilt stamp.
+STALE_CODES = frozenset({"not-in-catalog", "catalog-missing-target", "catalog-stale", "catalog-no-stamp"})
+
+
+@dataclass(frozen=True)
+class CatalogWrite:
+    path: Path
+    written: bool
+    reason: str
+
+
+def stale_reasons(snapshot: Snapshot) -> list[str]:
+    if snapshot.catalog_raw is None:
+        return ["CATALOG.md missing"]
+    return [f.message for f in check_c2(snapshot) if f.code in STALE_CODES]
+
+
+def print_catalog(store: Path, now: datetime) -> str:
+    return render_catalog(take_snapshot(store), now)
+
+
+def write_catalog(store: Path, now: datetime) -> CatalogWrite:
+    """Rebuild CATALOG.md atomically; leave it alone when only the stamp would change."""
+    snapshot = take_snapshot(store)
+    target = snapshot.root / CATALOG
+    if snapshot.layout is Layout.UNMIGRATED:
+        raise DistilldError(
+            f"{snapshot.root}: pre-1.2 store (no CATALOG.md); writing a catalog would mark it as "
+            "migrated. Migrate the store first; `distilld catalog --print` shows the catalog meanwhile."
+        )
+    text = render_catalog(snapshot, now)
+    if snapshot.catalog_raw is not None:
+        unchanged = Catalog(snapshot.catalog_raw).stamp_masked() == Catalog(encode(text)).stamp_masked()
+        if unchanged and not stale_reasons(snapshot):
+            return CatalogWrite(target, False, "catalog is current; only the rebuilt stamp would change")
+    fs.write_text_keeping_endings(target, text)
+    return CatalogWrite(target, True, "catalog rebuilt")

@@ -1,0 +1,67 @@
+"""`distilld check`: the invariants C1-C4 over a store, rendered for people or as JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..store.caps import DEFAULT_CAPS, Caps
+from ..store.findings import GROUPS, Finding, Group, note
+from ..store.invariants import check_store
+from ..store.lossless import check_c4
+from ..store.paths import CATALOG, Layout
+from ..store.snapshot import take_snapshot
+
+
+@dataclass
+class CheckResult:
+    store: Path
+    layout: Layout
+    groups: tuple[Group, ...]
+    findings: list[Finding]
+
+    def passed(self, group: Group) -> bool:
+        return not any(f.group == group and f.severity == "fail" for f in self.findings)
+
+    @property
+    def ok(self) -> bool:
+        return all(self.passed(group) for group in self.groups)
+
+
+def run_check(store: Path, before: Path | None = None, caps: Caps = DEFAULT_CAPS) -> CheckResult:
+    snapshot = take_snapshot(store)
+    findings = check_store(snapshot, caps)
+    if snapshot.layout is Layout.UNMIGRATED:
+        findings.append(note("C2", "unmigrated", CATALOG,
+                             "pre-1.2 store (no CATALOG.md): budgets are reported, not enforced; "
+                             "migrate it to the 1.2 layout before gc or restore"))
+    groups: tuple[Group, ...] = GROUPS[:3]
+    if before is not None:
+        findings += check_c4(take_snapshot(before), snapshot)
+        groups = GROUPS
+    return CheckResult(snapshot.root, snapshot.layout, groups, findings)
+
+
+def render_text(result: CheckResult) -> str:
+    """The reference checker's shape: ``C1 PASS``; reasons and notes indented under each group."""
+    lines: list[str] = []
+    for group in result.groups:
+        lines.append(f"{group} {'PASS' if result.passed(group) else 'FAIL'}")
+        for finding in result.findings:
+            if finding.group != group:
+                continue
+            marker = "-" if finding.severity == "fail" else "note:"
+            lines.append(f"    {marker} {finding.message}")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(result: CheckResult) -> str:
+    payload = {
+        "store": str(result.store),
+        "layout": result.layout.value,
+        "ok": result.ok,
+        "groups": {group: "PASS" if result.passed(group) else "FAIL" for group in result.groups},
+        "findings": [finding.to_dict() for finding in result.findings],
+    }
+    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,124 @@
+"""The `distilld` command line: parse, call one action, print, map errors to exit codes.
+
+Exit codes: 0 success; 1 the store fails a check; 2 usage or input error (a message names
+the file and what to do).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import __version__
+from .actions import budget as budget_action
+from .actions import catalog as catalog_action
+from .actions import check as check_action
+from .errors import DistilldError
+from .policy import Policy, load_policy
+
+DEFAULT_STORE = "~/.aura-distill"
+
+
+def default_store() -> str:
+    return os.environ.get("DISTILLD_STORE") or DEFAULT_STORE
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+store_argument = click.argument(
+    "store", required=False, type=click.Path(path_type=Path, file_okay=False), metavar="[STORE]"
+)
+
+
+def _store(store: Path | None) -> Path:
+    return (store or Path(default_store())).expanduser()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="distilld")
+@click.option("--policy", "policy_path", type=click.Path(path_type=Path, dir_okay=False),
+              envvar="DISTILLD_POLICY", help="Policy file (TOML); the shipped default.toml if omitted.")
+@click.pass_context
+def cli(ctx: click.Context, policy_path: Path | None) -> None:
+    """Keep an Aura Distill knowledge store healthy.
+
+    STORE defaults to $DISTILLD_STORE, else ~/.aura-distill.
+    """
+    ctx.obj = {"policy_path": policy_path}
+
+
+def _policy(ctx: click.Context) -> Policy:
+    obj: dict[str, Any] = ctx.obj or {}
+    return load_policy(obj.get("policy_path"))
+
+
+@cli.command()
+@store_argument
+@click.option("--before", type=click.Path(path_type=Path, file_okay=False),
+              help="A copy of the store as it was (e.g. a migration backup): also run C4, the lossless check.")
+@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON.")
+@click.pass_context
+def check(ctx: click.Context, store: Path | None, before: Path | None, as_json: bool) -> None:
+    """Check the store invariants C1-C3 (and C4 with --before). Writes nothing.
+
+    Exit 0 when every group passes, 1 when any fails.
+    """
+    result = check_action.run_check(_store(store), before, _policy(ctx).caps)
+    render = check_action.render_json if as_json else check_action.render_text
+    click.echo(render(result), nl=False)
+    ctx.exit(0 if result.ok else 1)
+
+
+@cli.command()
+@store_argument
+@click.option("--print", "mode", flag_value="print", default=True, help="Print the canonical catalog (default).")
+@click.option("--write", "mode", flag_value="write", help="Write CATALOG.md atomically if it changed.")
+def catalog(store: Path | None, mode: str) -> None:
+    """Rebuild CATALOG.md from the tree and the ledger: print it, or write it."""
+    if mode == "write":
+        outcome = catalog_action.write_catalog(_store(store), _now())
+        click.echo(f"{outcome.path}: {outcome.reason}")
+    else:
+        click.echo(catalog_action.print_catalog(_store(store), _now()), nl=False)
+
+
+@cli.command()
+@store_argument
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.pass_context
+def budget(ctx: click.Context, store: Path | None, as_json: bool) -> None:
+    """Show the SPINE and tier files against their caps, token estimates and the debt. Writes nothing."""
+    report = budget_action.run_budget(_store(store), _policy(ctx), _now().date())
+    render = budget_action.render_json if as_json else budget_action.render_text
+    click.echo(render(report), nl=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: run the CLI and turn known errors into one-line messages."""
+    try:
+        cli.main(args=argv, prog_name="distilld", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        return int(done.exit_code or 0)
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 1
+    except DistilldError as error:
+        click.echo(f"distilld: {error}", err=True)
+        return error.exit_code
+    except BrokenPipeError:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

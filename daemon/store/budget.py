@@ -1,0 +1,148 @@
+"""Budgets: where the store stands against its caps, and the debt figure of Step 5.
+
+Pure: a snapshot, the caps and targets, and ``today`` in; numbers out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from typing import Any
+
+from .paths import SPINE
+from .snapshot import Snapshot
+from .text import clip, decode
+
+DEFAULT_STALENESS_DAYS = 90
+
+
+@dataclass(frozen=True)
+class BudgetLimits:
+    spine_max_lines: int = 80
+    spine_max_bytes: int = 16000
+    entry_max_bytes: int = 400
+    spine_compact_lines: int = 60
+    spine_compact_bytes: int = 12000
+    file_max_lines: int = 60
+    file_max_bytes: int = 6000
+    staleness_days: int = DEFAULT_STALENESS_DAYS
+    candidate_dirs: tuple[str, ...] = ("projects",)
+
+
+@dataclass(frozen=True)
+class OverEntry:
+    line: int  # 1-based line of the entry's first line in SPINE.md
+    bytes: int
+    start: str
+
+
+@dataclass(frozen=True)
+class OverFile:
+    path: str
+    lines: int
+    bytes: int
+    over_lines: bool
+    over_bytes: bool
+
+
+@dataclass(frozen=True)
+class StaleProject:
+    path: str
+    stamp: str
+    days: int
+    threshold: int
+
+
+@dataclass
+class BudgetReport:
+    spine_present: bool
+    spine_lines: int
+    spine_bytes: int
+    spine_chars: int
+    limits: BudgetLimits
+    entries_over: list[OverEntry] = field(default_factory=list)
+    files_over: list[OverFile] = field(default_factory=list)
+    oversize_exempt: list[tuple[str, str]] = field(default_factory=list)
+    stale_projects: list[StaleProject] = field(default_factory=list)
+
+    @property
+    def tokens_estimate(self) -> int:
+        """Bytes / 4: the usual estimate of what the SPINE costs every session."""
+        return round(self.spine_bytes / 4)
+
+    @property
+    def tokens_upper_estimate(self) -> int:
+        """Characters / 3.2: an upper estimate for text heavy in punctuation and non-ASCII."""
+        return round(self.spine_chars / 3.2)
+
+    @property
+    def spine_bytes_over(self) -> int:
+        return max(0, self.spine_bytes - self.limits.spine_max_bytes)
+
+    @property
+    def debt(self) -> int:
+        """Step 5's debt: bytes over the SPINE cap + entries over + files over + stale projects
+        + oversize exemptions. Mixed units by design: it is a trend figure, zero when healthy."""
+        return (
+            self.spine_bytes_over
+            + len(self.entries_over)
+            + len(self.files_over)
+            + len(self.stale_projects)
+            + len(self.oversize_exempt)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(
+            tokens_estimate=self.tokens_estimate,
+            tokens_upper_estimate=self.tokens_upper_estimate,
+            spine_bytes_over=self.spine_bytes_over,
+            debt=self.debt,
+        )
+        return data
+
+
+def _threshold(value: str | None, default: int) -> int:
+    if value is None:
+        return default
+    digits = value.strip(" \t")
+    return int(digits) if digits.isdigit() and int(digits) > 0 else default
+
+
+def measure_budget(snapshot: Snapshot, limits: BudgetLimits, today: date) -> BudgetReport:
+    spine = snapshot.spine
+    raw = snapshot.contents.get(SPINE, b"")
+    report = BudgetReport(
+        spine_present=spine is not None,
+        spine_lines=spine.line_count if spine else 0,
+        spine_bytes=len(raw),
+        spine_chars=len(decode(raw)),
+        limits=limits,
+    )
+    if spine is not None:
+        for entry in spine.entries:
+            if entry.byte_len > limits.entry_max_bytes:
+                report.entries_over.append(OverEntry(entry.line_index + 1, entry.byte_len, clip(entry.joined, 60)))
+    for path in snapshot.tier_paths:
+        file = snapshot.knowledge(path)
+        reason = file.oversize_reason
+        over_lines = file.line_count > limits.file_max_lines
+        over_bytes = reason is None and file.size > limits.file_max_bytes
+        if over_lines or over_bytes:
+            report.files_over.append(OverFile(path, file.line_count, file.size, over_lines, over_bytes))
+        if reason is not None:
+            report.oversize_exempt.append((path, reason))
+        directory, _, rest = path.partition("/")
+        # Only files directly under a candidate directory age out; pinned and
+        # [NON-NEGOTIABLE] files never do, so they are not debt.
+        if directory in limits.candidate_dirs and "/" not in rest and file.newest_stamp:
+            if file.pinned or file.has_non_negotiable:
+                continue
+            threshold = _threshold(file.fm("staleness_threshold"), limits.staleness_days)
+            try:
+                age = (today - date.fromisoformat(file.newest_stamp)).days
+            except ValueError:
+                continue  # an impossible date such as 2026-13-40 is no evidence of age
+            if age > threshold:
+                report.stale_projects.append(StaleProject(path, file.newest_stamp, age, threshold))
+    return report
