@@ -18,3 +18,37 @@ class StoreError(DistilldError):
 
 class PolicyError(DistilldError):
     """A policy file is missing, unreadable or invalid."""
+
+
+class LockError(DistilldError):
+    """Base class for the store lock (.lock, STORE-FORMAT.md section 2.2)."""
+
+
+class LockUsageError(LockError, ValueError):
+    """A bad argument to the lock, such as an owner name outside [A-Za-z0-9._:-]+."""
+
+    exit_code = 2
+
+
+class LockHeld(LockError):
+    """Another owner holds a fresh lock (or the lock stayed contended) until the wait ran out."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, owner: str | None, age: int | None) -> None:
+        super().__init__(message)
+        # None for both when the lock was contended rather than held by one known owner.
+        self.owner = owner
+        self.age = age
+
+
+class LockLost(LockError):
+    """The caller no longer owns the lock (taken over as stale, released, or never held): stop writing."""
+
+    exit_code = 3
+
+
+class LockIOError(LockError):
+    """The lock files could not be read or written; treat the lock as lost."""
+
+    exit_code = 4
