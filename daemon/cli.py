@@ -18,6 +18,8 @@ from . import __version__
 from .actions import budget as budget_action
 from .actions import catalog as catalog_action
 from .actions import check as check_action
+from .actions import gc as gc_action
+from .actions import restore as restore_action
 from .errors import DistilldError
 from .policy import Policy, load_policy
 
@@ -98,6 +100,55 @@ def budget(ctx: click.Context, store: Path | None, as_json: bool) -> None:
     report = budget_action.run_budget(_store(store), _policy(ctx), _now().date())
     render = budget_action.render_json if as_json else budget_action.render_text
     click.echo(render(report), nl=False)
+
+
+@cli.command()
+@store_argument
+@click.option("--preview", "mode", flag_value="preview", default=True,
+              help="Show what would be archived and why (default). Changes nothing.")
+@click.option("--apply", "mode", flag_value="apply",
+              help="Archive the planned files (recovering an interrupted pass first).")
+@click.option("--revert", "mode", flag_value="revert", help="Undo a pass: the newest, or --manifest.")
+@click.option("--manifest", help="With --revert: the manifest to undo (a name in data/gc-manifests/ or a path).")
+@click.option("--wait", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="Seconds to wait for a distiller's lock before giving up.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def gc(ctx: click.Context, store: Path | None, mode: str, manifest: str | None, wait: float,
+       as_json: bool) -> None:
+    """Lifecycle: move stale project files to the archive, ledger line first.
+
+    Only files directly under projects/ whose newest activity stamp is past their
+    staleness_threshold move; pinned and [NON-NEGOTIABLE] files never do. An explicit
+    --apply is consent for this run, whatever .lifecycle says. Exit 1 if the self-check fails.
+    """
+    policy = _policy(ctx)
+    if mode == "apply":
+        report = gc_action.run_gc_apply(_store(store), policy, _now, wait)
+    elif mode == "revert":
+        report = gc_action.run_gc_revert(_store(store), policy, _now, manifest, wait)
+    else:
+        report = gc_action.preview_gc(_store(store), policy, _now())
+    click.echo((gc_action.render_json if as_json else gc_action.render_text)(report), nl=False)
+    ctx.exit(0 if report.ok else 1)
+
+
+@cli.command()
+@click.argument("path")
+@store_argument
+@click.option("--wait", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="Seconds to wait for a distiller's lock before giving up.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def restore(ctx: click.Context, path: str, store: Path | None, wait: float, as_json: bool) -> None:
+    """Bring PATH (projects/x.md or archive/projects/x.md) back from the archive.
+
+    Its split family comes back with it; its SPINE entry is re-added within the budgets and its
+    last_updated set to today. A legacy archive is restored as a copy. Exit 1 if the self-check fails.
+    """
+    outcome = restore_action.run_restore(_store(store), path, _policy(ctx), _now, wait)
+    click.echo((restore_action.render_json if as_json else restore_action.render_text)(outcome), nl=False)
+    ctx.exit(0 if outcome.ok else 1)
 
 
 def main(argv: list[str] | None = None) -> int:

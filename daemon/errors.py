@@ -43,7 +43,7 @@ class LockHeld(LockError):
 
 
 class LockLost(LockError):
-    """The caller no longer owns the lock (taken over as stale, released, or never held): stop writing."""
+    """The caller does not own the lock (stolen as stale, released, never held): stop writing."""
 
     exit_code = 3
 

@@ -9,12 +9,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
+from .lifecycle import DEFAULT_STALENESS_DAYS, activity, exemption, is_candidate
 from .paths import SPINE
 from .snapshot import Snapshot
 from .text import clip, decode
-
-DEFAULT_STALENESS_DAYS = 90
-
 
 @dataclass(frozen=True)
 class BudgetLimits:
@@ -102,13 +100,6 @@ class BudgetReport:
         return data
 
 
-def _threshold(value: str | None, default: int) -> int:
-    if value is None:
-        return default
-    digits = value.strip(" \t")
-    return int(digits) if digits.isdigit() and int(digits) > 0 else default
-
-
 def measure_budget(snapshot: Snapshot, limits: BudgetLimits, today: date) -> BudgetReport:
     spine = snapshot.spine
     raw = snapshot.contents.get(SPINE, b"")
@@ -132,17 +123,9 @@ def measure_budget(snapshot: Snapshot, limits: BudgetLimits, today: date) -> Bud
             report.files_over.append(OverFile(path, file.line_count, file.size, over_lines, over_bytes))
         if reason is not None:
             report.oversize_exempt.append((path, reason))
-        directory, _, rest = path.partition("/")
-        # Only files directly under a candidate directory age out; pinned and
-        # [NON-NEGOTIABLE] files never do, so they are not debt.
-        if directory in limits.candidate_dirs and "/" not in rest and file.newest_stamp:
-            if file.pinned or file.has_non_negotiable:
-                continue
-            threshold = _threshold(file.fm("staleness_threshold"), limits.staleness_days)
-            try:
-                age = (today - date.fromisoformat(file.newest_stamp)).days
-            except ValueError:
-                continue  # an impossible date such as 2026-13-40 is no evidence of age
-            if age > threshold:
-                report.stale_projects.append(StaleProject(path, file.newest_stamp, age, threshold))
+        if not is_candidate(path, limits.candidate_dirs) or exemption(file) is not None:
+            continue  # pinned and [NON-NEGOTIABLE] files never age out, so they are not debt
+        seen = activity(file, today, limits.staleness_days)
+        if seen is not None and seen.stale:
+            report.stale_projects.append(StaleProject(path, seen.stamp, seen.age_days, seen.threshold_days))
     return report

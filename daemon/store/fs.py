@@ -58,3 +58,61 @@ def write_text_keeping_endings(path: Path, text_lf: str) -> bytes:
     data = with_line_ending(encode(text_lf), ending)
     atomic_write(path, data)
     return data
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append_line(path: Path, line: str, header: str = "") -> None:
+    """Append one line durably; a new file starts with ``header``.
+
+    A file without a final newline gets one first, so the line never joins its neighbour; the
+    line takes the file's own ending.
+    """
+    try:
+        existing = path.read_bytes()
+    except FileNotFoundError:
+        existing = None
+    ending = line_ending_of(existing) if existing else b"\n"
+    chunk = b""
+    if existing is None:
+        chunk += with_line_ending(encode(header), ending)
+    elif existing and not existing.endswith(b"\n"):
+        chunk += ending
+    chunk += encode(line) + ending
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as handle:
+        handle.write(chunk)
+        handle.flush()
+        os.fsync(handle.fileno())
+    if existing is None:
+        _fsync_directory(path.parent)
+
+
+def move_exact(source: Path, target: Path) -> None:
+    """Move a file byte for byte (a rename: the bytes are never rewritten); never overwrite."""
+    if target.exists() or target.is_symlink():
+        raise FileExistsError(f"{target} already exists; refusing to overwrite it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(source, target)
+    _fsync_directory(target.parent)
+    if source.parent != target.parent:
+        _fsync_directory(source.parent)
+
+
+def copy_exact(source: Path, target: Path) -> None:
+    """Copy a file's bytes to a new path (a legacy restore is a copy, never a move)."""
+    if target.exists() or target.is_symlink():
+        raise FileExistsError(f"{target} already exists; refusing to overwrite it")
+    data = source.read_bytes()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "xb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    _fsync_directory(target.parent)

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .paths import ARCHIVE_PREFIX, contained
-from .stamps import STAMP_PATTERN, newest
-from .text import decode, rtrim, split_lines, split_segments
+from .stamps import STAMP_PATTERN, newest, stamp_later
+from .text import decode, escape_free_text, rtrim, split_lines, split_segments
 
 EVENT_RE = re.compile(r"^- (" + STAMP_PATTERN + r") ")
 EVENTS: tuple[str, ...] = ("archive", "restore", "restore (modified)")
@@ -146,3 +146,46 @@ class Ledger:
     def last_archive_line(self, archive_path: str) -> LedgerLine | None:
         """The last ``archive`` event whose line contains ``| to: <archive_path> |``."""
         return self._last_archive_by_target.get(archive_path)
+
+
+# -- writing -------------------------------------------------------------------------------
+
+LEDGER_HEADER = (
+    "# Archive ledger\n\n"
+    "<!-- Append-only. One line per archive move or restore, written BEFORE the move. "
+    "Synced with the knowledge set. Never rewrite past lines. -->\n\n"
+)
+
+
+def ledger_stamp(ledger: Ledger | None, now_stamp: str) -> str:
+    """The stamp for a new line: now, unless the ledger already holds a later one.
+
+    Another machine's clock may run ahead; taking its stamp keeps the ledger in date order.
+    """
+    newest_stamp = ledger.newest_stamp if ledger else None
+    if newest_stamp is None:
+        return now_stamp
+    if stamp_later(newest_stamp, now_stamp):
+        return newest_stamp if "T" in newest_stamp else newest_stamp + "T00:00:00Z"
+    return now_stamp
+
+
+def archive_event(
+    stamp: str, tier_path: str, sha256: str, sha256_norm: str, reason: str, spine_entry: str
+) -> str:
+    """An ``archive`` line; free text is escaped and ``spine-entry`` comes last."""
+    return (
+        f"- {stamp} archive | from: {tier_path} | to: {ARCHIVE_PREFIX}{tier_path}"
+        f" | sha256: {sha256} | sha256-norm: {sha256_norm}"
+        f" | reason: {escape_free_text(reason)} | spine-entry: {escape_free_text(spine_entry)}"
+    )
+
+
+def restore_event(stamp: str, tier_path: str, reason: str, sha256: str | None, modified: bool = False) -> str:
+    """A ``restore`` (or ``restore (modified)``) line; no checksum for a move never completed."""
+    event = "restore (modified)" if modified else "restore"
+    checksum = f" | sha256: {sha256}" if sha256 else ""
+    return (
+        f"- {stamp} {event} | from: {ARCHIVE_PREFIX}{tier_path} | to: {tier_path}{checksum}"
+        f" | reason: {escape_free_text(reason)}"
+    )

@@ -6,7 +6,17 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from .text import byte_len, decode, ltrim, rtrim, split_lines
+from .text import (
+    byte_len,
+    decode,
+    dominant_ending,
+    encode,
+    lines_with_endings,
+    ltrim,
+    replace_line_body,
+    rtrim,
+    split_lines,
+)
 
 ENTRY_START = "- ["
 POINTER_RE = re.compile(r"\]\(([^)]*\.md)\)")
@@ -140,3 +150,107 @@ class Spine:
     @property
     def has_catalog_line(self) -> bool:
         return any(CATALOG_LINE_RE.match(line) for line in self.lines)
+
+
+# -- edits (pure: text in, text out, every other line and line ending kept) ------------------
+
+EM_DASH = "\u2014"
+
+
+@dataclass(frozen=True)
+class PointerRemoval:
+    text: str  # the SPINE after the edit
+    spine_entry: str  # the ledger's spine-entry: the removed line, or the derived single-pointer entry
+    whole_entry: bool  # the entry went; False when other pointers kept the line
+
+
+def _format_group(pointers: tuple[Pointer, ...] | list[Pointer]) -> str:
+    return " + ".join(f"[{p.title}]({p.path})" for p in pointers)
+
+
+def find_entry(spine: Spine, path: str) -> SpineEntry | None:
+    """The entry whose leading pointer group names ``path``."""
+    for entry in spine.entries:
+        if any(pointer.path == path for pointer in entry.leading_group):
+            return entry
+    return None
+
+
+def remove_pointer(spine: Spine, path: str) -> PointerRemoval | None:
+    """Remove ``path`` from the SPINE: its whole entry, or just its pointer of a merged line."""
+    entry = find_entry(spine, path)
+    if entry is None:
+        return None
+    raw_lines = lines_with_endings(decode(spine.raw))
+    group = entry.leading_group
+    if len(group) == 1:
+        del raw_lines[entry.line_index:entry.line_index + entry.line_count]
+        return PointerRemoval("".join(raw_lines), entry.joined, True)
+    mine = next(p for p in group if p.path == path)
+    rest_of_line = LEADING_GROUP_RE.sub("", entry.first_line, count=1)
+    kept = [p for p in group if p is not mine]
+    raw_lines[entry.line_index] = replace_line_body(
+        raw_lines[entry.line_index], "- " + _format_group(kept) + rest_of_line
+    )
+    derived = f"- {_format_group([mine])} {EM_DASH} {entry.hook}"
+    return PointerRemoval("".join(raw_lines), derived, False)
+
+
+TIER_HEADINGS: dict[str, str] = {
+    "profile": "## Profile",
+    "craft": "## Craft",
+    "ops": "## Ops",
+    "projects": "## Projects",
+    "feedback": "## Feedback",
+}
+
+
+def _entry_with_hook(spine: Spine, hook: str) -> SpineEntry | None:
+    for entry in spine.entries:
+        if entry.hook == hook and len(entry.leading_group) >= 1:
+            return entry
+    return None
+
+
+def add_entry(spine: Spine, entry_line: str, path: str) -> str:
+    """Re-add a saved entry: join a merged line that carries the same hook, else add the line
+    at the end of its tier's section (a new section at the end when there is none)."""
+    saved = Spine(encode(entry_line + "\n")).entries
+    text = decode(spine.raw)
+    raw_lines = lines_with_endings(text)
+    ending = dominant_ending(text)
+    if saved:
+        hook = saved[0].hook
+        host = _entry_with_hook(spine, hook)
+        if host is not None and not any(p.path == path for p in host.leading_group):
+            mine = [p for p in saved[0].leading_group if p.path == path] or list(saved[0].leading_group)
+            group = list(host.leading_group)
+            # A split parent goes before its children (x.md before x-2.md), wherever it is re-added.
+            stem = path[:-3] + "-"
+            at = next((i for i, p in enumerate(group) if p.path.startswith(stem)), len(group))
+            group[at:at] = mine
+            rest_of_line = LEADING_GROUP_RE.sub("", host.first_line, count=1)
+            raw_lines[host.line_index] = replace_line_body(
+                raw_lines[host.line_index], "- " + _format_group(group) + rest_of_line
+            )
+            return "".join(raw_lines)
+    if raw_lines and not raw_lines[-1].endswith("\n"):
+        raw_lines[-1] += ending
+    heading = TIER_HEADINGS.get(path.split("/", 1)[0])
+    lines = spine.lines
+    section_start = next((i for i, line in enumerate(lines) if heading and rtrim(line) == heading), None)
+    if section_start is None:
+        if raw_lines and rtrim(raw_lines[-1]):
+            raw_lines.append(ending)
+        if heading:
+            raw_lines.append(heading + ending)
+        raw_lines.append(entry_line + ending)
+        return "".join(raw_lines)
+    insert_at = section_start + 1
+    for index in range(section_start + 1, len(lines)):
+        if lines[index].startswith("#"):
+            break
+        if lines[index].startswith("- ") or (is_continuation(lines[index]) and index == insert_at):
+            insert_at = index + 1
+    raw_lines.insert(insert_at, entry_line + ending)
+    return "".join(raw_lines)

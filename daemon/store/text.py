@@ -119,3 +119,31 @@ def field(line: str, key: str) -> str | None:
         if segment.startswith(prefix):
             return rtrim(segment[len(prefix):])
     return None
+
+
+def lines_with_endings(text: str) -> list[str]:
+    """Lines of ``text`` each keeping its own ending (LF, CRLF or none), split on LF only.
+
+    Index i here is index i of ``split_lines(text)``: edits made on the CR-free view can be
+    applied to these, so a writer keeps every line's ending as it was.
+    """
+    parts = text.split("\n")
+    out = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def dominant_ending(text: str) -> str:
+    """CRLF when most line breaks are CRLF, else LF: the ending for a line we add."""
+    breaks = text.count("\n")
+    return "\r\n" if breaks and text.count("\r\n") * 2 > breaks else "\n"
+
+
+def replace_line_body(line_with_ending: str, body: str) -> str:
+    """Swap a line's content and keep its ending."""
+    if line_with_ending.endswith("\r\n"):
+        return body + "\r\n"
+    if line_with_ending.endswith("\n"):
+        return body + "\n"
+    return body

@@ -10,7 +10,16 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from .text import decode, escape_free_text, sha256_hex, sha256_norm_hex, split_lines
+from .text import (
+    decode,
+    dominant_ending,
+    encode,
+    escape_free_text,
+    lines_with_endings,
+    sha256_hex,
+    sha256_norm_hex,
+    split_lines,
+)
 
 STAMP_IN_FILE_RE = re.compile(r"last_(?:validated|updated): *([0-9]{4}-[0-9]{2}-[0-9]{2})")
 PROTECTED_RE = re.compile(r"\[(?:NON-NEGOTIABLE|DIRECTIVE)[^\]]*\]")
@@ -201,3 +210,41 @@ class KnowledgeFile:
     def dash_entry_count(self) -> int:
         """Lines starting ``- ``: the catalog's entry count for an evidence twin."""
         return sum(1 for line in self.lines if line.startswith("- "))
+
+
+# -- edits (pure: bytes in, bytes out; every other line and ending kept) --------------------
+
+INDEX_DETAIL = "## Index detail (moved from SPINE {date})"
+
+
+def set_frontmatter(raw: bytes, updates: dict[str, str], drop: tuple[str, ...]) -> bytes:
+    """Set keys in (or add) the frontmatter, drop others; every other line and ending kept."""
+    text = decode(raw)
+    ending = dominant_ending(text)
+    lines = lines_with_endings(text)
+    clean = [line.rstrip("\r\n") for line in lines]
+    found, body_start = parse_frontmatter([c.replace("\r", "") for c in clean])
+    if found is None or not found.closed:
+        block = "---" + ending + "".join(f"{k}: {v}{ending}" for k, v in updates.items()) + "---" + ending
+        return encode(block + text)
+    head = lines[1:body_start - 1]
+    kept: list[str] = []
+    pending = dict(updates)
+    for line in head:
+        key = line.split(":", 1)[0]
+        if key in drop:
+            continue
+        if key in pending and line.startswith(key + ":"):
+            kept.append(f"{key}: {pending.pop(key)}{ending}")
+            continue
+        kept.append(line)
+    kept += [f"{k}: {v}{ending}" for k, v in pending.items()]
+    return encode("".join([lines[0], *kept, *lines[body_start - 1:]]))
+
+
+def append_index_detail(raw: bytes, hook: str, today: str) -> bytes:
+    text = decode(raw)
+    ending = dominant_ending(text)
+    if text and not text.endswith("\n"):
+        text += ending
+    return encode(text + ending + INDEX_DETAIL.format(date=today) + ending + ending + hook + ending)

@@ -1,0 +1,120 @@
+"""`distilld gc`: the lifecycle pass (preview, apply with recovery first, revert)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..engine.gc import GcOutcome, apply_gc, recover_gc, refuse_unless_gc_allowed, resolve_manifest, revert_gc
+from ..engine.gc_plan import plan_gc
+from ..engine.journal import unfinished_manifests
+from ..engine.plan import GcPlan, render_gc_plan
+from ..engine.restore import recover_restores
+from ..policy import Policy
+from ..store.snapshot import Snapshot, take_snapshot
+from ..store.stamps import format_utc
+from .passes import locked_pass
+
+
+@dataclass
+class GcReport:
+    mode: str
+    plan: GcPlan | None = None
+    outcome: GcOutcome | None = None
+    recovery: GcOutcome | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(o is None or o.ok for o in (self.outcome, self.recovery))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "ok": self.ok,
+            "plan": self.plan.to_dict() if self.plan else None,
+            "outcome": _outcome_dict(self.outcome),
+            "recovery": _outcome_dict(self.recovery),
+            "notes": self.notes,
+        }
+
+
+def _outcome_dict(outcome: GcOutcome | None) -> dict[str, Any] | None:
+    if outcome is None:
+        return None
+    data = asdict(outcome)
+    data["manifest"] = str(outcome.manifest) if outcome.manifest else None
+    data["self_check"] = [f.to_dict() for f in outcome.self_check]
+    return data
+
+
+def _plan(snapshot: Snapshot, policy: Policy, now: datetime) -> GcPlan:
+    return plan_gc(snapshot, now.date(), format_utc(now), policy.lifecycle.staleness_threshold_days,
+                   policy.lifecycle.candidate_dirs)
+
+
+def preview_gc(store: Path, policy: Policy, now: datetime) -> GcReport:
+    snapshot = take_snapshot(store)
+    refuse_unless_gc_allowed(snapshot)
+    report = GcReport("preview", _plan(snapshot, policy, now))
+    for manifest in unfinished_manifests(snapshot.root):
+        report.notes.append(f"unfinished manifest {manifest.path}: --apply recovers it first")
+    return report
+
+
+def run_gc_apply(store: Path, policy: Policy, clock: Callable[[], datetime], wait: float = 0) -> GcReport:
+    with locked_pass(store, policy, clock, wait) as ctx:
+        refuse_unless_gc_allowed(take_snapshot(ctx.root))
+        report = GcReport("apply")
+        recover_restores(ctx)
+        if unfinished_manifests(ctx.root):
+            report.recovery = recover_gc(ctx)
+        before = take_snapshot(ctx.root)
+        report.plan = _plan(before, policy, ctx.now())
+        report.outcome = apply_gc(ctx, report.plan, before)
+        return report
+
+
+def run_gc_revert(store: Path, policy: Policy, clock: Callable[[], datetime], manifest: str | None,
+                  wait: float = 0) -> GcReport:
+    with locked_pass(store, policy, clock, wait) as ctx:
+        refuse_unless_gc_allowed(take_snapshot(ctx.root))
+        report = GcReport("revert")
+        if unfinished_manifests(ctx.root):
+            report.recovery = recover_gc(ctx)
+        report.outcome = revert_gc(ctx, resolve_manifest(ctx.root, manifest))
+        return report
+
+
+def _render_outcome(title: str, outcome: GcOutcome) -> list[str]:
+    out = [f"{title}: manifest {outcome.manifest or '(none)'}"]
+    out += [f"    archived {p}" for p in outcome.moved]
+    out += [f"    recovered {p}" for p in outcome.recovered]
+    out += [f"    move never completed, recorded as restored: {p}" for p in outcome.abandoned]
+    out += [f"    restored {p}" for p in outcome.reverted]
+    if outcome.self_check:
+        out.append("self-check FAILED:")
+        out += [f"    - [{f.group}] {f.message}" for f in outcome.self_check]
+    else:
+        out.append("self-check passed (C1-C3" + (", C4 against the store before the pass)" if outcome.moved else ")"))
+    return out
+
+
+def render_text(report: GcReport) -> str:
+    out: list[str] = [f"note: {n}" for n in report.notes]
+    if report.recovery:
+        out += _render_outcome("recovery", report.recovery)
+    if report.plan is not None:
+        heading = "gc preview (nothing changed)" if report.mode == "preview" else "gc plan"
+        out.append(render_gc_plan(report.plan, heading).rstrip("\n"))
+    if report.outcome:
+        out += _render_outcome(report.mode, report.outcome)
+    return "\n".join(out) + "\n"
+
+
+def render_json(report: GcReport) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,47 @@
+"""`distilld restore PATH`: bring an archived file (or its split family) back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from ..engine.gc import recover_gc
+from ..engine.journal import unfinished_manifests
+from ..engine.restore import RestoreOutcome, apply_restore, plan_restore, recover_restores
+from ..policy import Policy
+from ..store.snapshot import take_snapshot
+from .passes import locked_pass
+
+
+def run_restore(store: Path, path: str, policy: Policy, clock: Callable[[], datetime],
+                wait: float = 0) -> RestoreOutcome:
+    with locked_pass(store, policy, clock, wait) as ctx:
+        recover_restores(ctx)
+        if unfinished_manifests(ctx.root):
+            recover_gc(ctx)
+        members = plan_restore(take_snapshot(ctx.root), path, policy.spine.entry_max_bytes,
+                               policy.spine.entry_target_bytes, policy.spine.max_lines, policy.spine.max_bytes)
+        return apply_restore(ctx, members)
+
+
+def render_text(outcome: RestoreOutcome) -> str:
+    out = [f"restored {p}" for p in outcome.restored]
+    out += [f"note: {n}" for n in outcome.notes]
+    if outcome.self_check:
+        out.append("self-check FAILED:")
+        out += [f"    - [{f.group}] {f.message}" for f in outcome.self_check]
+    else:
+        out.append("self-check passed (C1-C3)")
+    return "\n".join(out) + "\n"
+
+
+def render_json(outcome: RestoreOutcome) -> str:
+    payload = {
+        "restored": outcome.restored,
+        "notes": outcome.notes,
+        "ok": outcome.ok,
+        "self_check": [f.to_dict() for f in outcome.self_check],
+    }
+    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"

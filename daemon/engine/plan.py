@@ -1,0 +1,75 @@
+"""Plans: what a pass would do, as pure data. Preview renders a plan; apply executes it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Move:
+    """Archive one tier file: ``source`` -> ``target``, with what the ledger line will say."""
+
+    source: str
+    target: str
+    sha256: str
+    sha256_norm: str
+    spine_entry: str  # unescaped; the ledger escapes it
+    reason: str
+    stamp: str  # the activity stamp that made it stale
+    age_days: int
+    threshold_days: int
+    directives: int  # [DIRECTIVE…] markers the file carries (the report must state them)
+    referrers: tuple[str, ...] = ()  # active files that mention it in prose
+    family: tuple[str, ...] = ()  # the split family it moves with (itself included)
+
+
+@dataclass(frozen=True)
+class Skip:
+    path: str
+    status: str  # "exempt", "blocked" or "ineligible"
+    reason: str
+
+
+@dataclass
+class GcPlan:
+    now: str
+    moves: list[Move] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    spine_lines_before: int = 0
+    spine_bytes_before: int = 0
+    spine_lines_after: int = 0
+    spine_bytes_after: int = 0
+    spine_changes: list[str] = field(default_factory=list)  # human lines: removed / edited entries
+    notes: list[str] = field(default_factory=list)
+
+    def by_status(self, status: str) -> list[Skip]:
+        return [s for s in self.skipped if s.status == status]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def render_gc_plan(plan: GcPlan, heading: str = "gc preview (nothing changed)") -> str:
+    out = [heading]
+    out += [f"note: {n}" for n in plan.notes]
+    out.append(f"moves: {len(plan.moves)}")
+    for move in plan.moves:
+        line = (f"    - archive {move.source} -> {move.target} ({move.reason}; last activity {move.stamp}, "
+                f"{move.age_days} days, threshold {move.threshold_days})")
+        if move.directives:
+            line += f" [carries {move.directives} [DIRECTIVE] marker{'s' if move.directives != 1 else ''}]"
+        out.append(line)
+        if move.referrers:
+            out.append(f"      referred to in prose by: {', '.join(move.referrers)} "
+                       f"(readers will look in {move.target})")
+    for status in ("exempt", "blocked", "ineligible"):
+        items = plan.by_status(status)
+        out.append(f"{status}: {len(items)}")
+        out += [f"    - {s.path}: {s.reason}" for s in items]
+    if plan.spine_changes:
+        out.append("SPINE changes:")
+        out += [f"    {c}" for c in plan.spine_changes]
+    out.append(f"SPINE: {plan.spine_lines_before} -> {plan.spine_lines_after} lines, "
+               f"{plan.spine_bytes_before} -> {plan.spine_bytes_after} bytes")
+    return "\n".join(out) + "\n"

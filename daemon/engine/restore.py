@@ -1,0 +1,288 @@
+"""restore PATH (STORE-FORMAT.md 4.5): bring an archived file, or its split family, back.
+
+A journal in data/restore-journals/ is written before the first write; ``recover_restores``
+rolls an interrupted restore forward. The ledger line always precedes the move.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import DistilldError
+from ..store import fs
+from ..store.catalog import render_catalog
+from ..store.findings import Finding
+from ..store.hooks import entry_within_cap
+from ..store.ledger import restore_event
+from ..store.local import RESTORE_JOURNALS_DIR
+from ..store.paths import (
+    LEGACY_PREFIX,
+    SPINE,
+    archived_path,
+    contained,
+    is_legacy,
+    strip_archive,
+)
+from ..store.snapshot import Snapshot, take_snapshot
+from ..store.spine import Spine, add_entry, find_entry
+from ..store.text import byte_len, decode, encode, unescape_free_text
+from ..store.tierfile import INDEX_DETAIL, append_index_detail, set_frontmatter
+from .context import PassContext
+from .crash import crashpoint
+from .gc import append_ledger, refuse_unless_gc_allowed, take_ledger
+from .journal import compact_utc
+
+class RestoreRefused(DistilldError):
+    """The restore cannot be done; nothing was changed."""
+
+
+@dataclass
+class RestoreMember:
+    path: str  # the tier path X it returns to
+    source: str  # archive/X, or the legacy file for a legacy restore (a copy)
+    event: str  # "restore", "restore (modified)", or "legacy copy"
+    sha256: str  # checksum observed in the archive
+    drift: bool  # differs from the ledger only by recall_count
+    spine_entry: str  # the entry to add (already within the entry cap), "" to add none
+    index_detail: str  # the whole saved hook, when the entry had to be shortened
+    steps: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RestoreJournal:
+    path: Path
+    today: str
+    members: list[RestoreMember]
+    finished: bool = False
+
+    def save(self) -> None:
+        payload = {"today": self.today, "members": [asdict(m) for m in self.members], "finished": self.finished}
+        fs.atomic_write(self.path, (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode())
+
+    @classmethod
+    def load(cls, path: Path) -> "RestoreJournal":
+        data: dict[str, Any] = json.loads(path.read_text("utf-8"))
+        return cls(path, data["today"], [RestoreMember(**m) for m in data["members"]], bool(data["finished"]))
+
+
+@dataclass
+class RestoreOutcome:
+    restored: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    self_check: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.self_check
+
+
+# -- planning ---------------------------------------------------------------------------------
+
+def _family(snapshot: Snapshot, archived: str) -> list[str]:
+    """The archived split family of ``archived`` (parent first), each as an archive path."""
+    members = {archived}
+    changed = True
+    while changed:
+        changed = False
+        for path in snapshot.archive_paths:
+            if path in members or is_legacy(path):
+                continue
+            parent = snapshot.knowledge(path).split_from or ""
+            if archived_path(parent) in members:
+                members.add(path)
+                changed = True
+        for path in list(members):
+            parent = snapshot.knowledge(path).split_from or ""
+            if parent and contained(parent, "tier") and archived_path(parent) in snapshot.archive_paths \
+                    and archived_path(parent) not in members:
+                members.add(archived_path(parent))
+                changed = True
+    return sorted(members, key=lambda p: (bool(snapshot.knowledge(p).split_from), p))
+
+
+def plan_restore(snapshot: Snapshot, given: str, entry_cap: int, entry_target: int,
+                 spine_max_lines: int, spine_max_bytes: int) -> list[RestoreMember]:
+    refuse_unless_gc_allowed(snapshot)
+    path = given
+    if path.startswith(LEGACY_PREFIX) or (path.startswith("archive/") and is_legacy(path)):
+        return [_plan_legacy(snapshot, path, None, entry_cap, entry_target)]
+    tier_path = strip_archive(path)
+    if not contained(tier_path, "tier"):
+        raise RestoreRefused(f"{given}: not a contained tier path (like projects/x.md); nothing restored")
+    archived = archived_path(tier_path)
+    if archived not in snapshot.archive_paths:
+        legacy = LEGACY_PREFIX + archived
+        if legacy in snapshot.archive_paths:
+            return [_plan_legacy(snapshot, legacy, tier_path, entry_cap, entry_target)]
+        raise RestoreRefused(f"{archived}: no such archived file; `distilld catalog --print` lists the archive")
+    ledger = snapshot.ledger
+    members: list[RestoreMember] = []
+    for member in _family(snapshot, archived):
+        x = strip_archive(member)
+        if snapshot.exists(x):
+            raise RestoreRefused(f"{x} already exists; restoring {member} would overwrite it. Nothing restored.")
+        last = ledger.last_event_by_path.get(x) if ledger else None
+        line = ledger.last_archive_line(member) if ledger else None
+        if last is None or not last.is_archive or line is None:
+            raise RestoreRefused(f"{member}: the ledger's last event for {x} is not an archive; nothing restored")
+        file = snapshot.knowledge(member)
+        drift = False
+        event = "restore"
+        if file.sha256 != line.value("sha256"):
+            if line.value("sha256-norm") == file.sha256_norm:
+                drift = True
+            else:
+                event = "restore (modified)"
+        saved = unescape_free_text(line.value("spine-entry") or "")
+        entry, detail = entry_within_cap(saved, x, file.pinned, entry_cap, entry_target) if saved else ("", "")
+        members.append(RestoreMember(x, member, event, file.sha256, drift, entry, detail))
+    _check_spine_room(snapshot, members, spine_max_lines, spine_max_bytes)
+    return members
+
+
+def _plan_legacy(snapshot: Snapshot, legacy: str, tier_path: str | None, entry_cap: int,
+                 entry_target: int) -> RestoreMember:
+    file = snapshot.knowledge(legacy)
+    target = tier_path or (file.fm("archived_from") or "").strip()
+    if not contained(target, "tier"):
+        raise RestoreRefused(f"{legacy}: legacy restore needs a target tier path (archived_from: is "
+                             f"{target or 'missing'}); pass it as projects/x.md")
+    if snapshot.exists(target) or snapshot.exists(archived_path(target)):
+        raise RestoreRefused(f"{target} (or {archived_path(target)}) already exists; nothing restored")
+    title = file.scope if file.scope != "(no scope)" else target.rsplit("/", 1)[-1][:-3]
+    entry = f"- [{title}]({target}) \u2014 restored from the legacy archive {legacy}. Read when this topic comes up."
+    entry, detail = entry_within_cap(entry, target, file.pinned, entry_cap, entry_target)
+    return RestoreMember(target, legacy, "legacy copy", file.sha256, False, entry, detail)
+
+
+def _check_spine_room(snapshot: Snapshot, members: list[RestoreMember], max_lines: int, max_bytes: int) -> None:
+    spine = snapshot.spine
+    if spine is None:
+        raise RestoreRefused(f"{snapshot.root}/SPINE.md is missing; nothing restored")
+    added_lines = sum(1 for m in members if m.spine_entry)
+    added_bytes = sum(byte_len(m.spine_entry) + 1 for m in members if m.spine_entry)
+    if spine.line_count + added_lines > max_lines or spine.size + added_bytes > max_bytes:
+        raise RestoreRefused(
+            f"SPINE.md has no room for {added_lines} more entr{'y' if added_lines == 1 else 'ies'} "
+            f"({spine.line_count} lines, {spine.size} bytes; caps {max_lines} and {max_bytes}); "
+            "compact the SPINE first. Nothing restored."
+        )
+
+
+# -- carrying it out --------------------------------------------------------------------------
+
+def _restore_member(ctx: PassContext, journal: RestoreJournal, member: RestoreMember) -> None:
+    root = ctx.root
+    x, source = root / member.path, root / member.source
+    if member.event == "legacy copy":
+        if "copied" not in member.steps:
+            if not x.exists():
+                file_raw = source.read_bytes()
+                data = set_frontmatter(file_raw, {"restored_from": member.source, "last_updated": journal.today},
+                                        ("archived_on", "reason", "recall_count", "archived_from"))
+                if member.index_detail:
+                    data = append_index_detail(data, member.index_detail, journal.today)
+                fs.atomic_write(x, data)
+            crashpoint("file-moved")
+            _mark(journal, member, "copied")
+    else:
+        if "ledger" not in member.steps:
+            ledger = take_ledger(root)
+            last = ledger.last_event_by_path.get(member.path) if ledger else None
+            if last is None or not last.is_restore:
+                append_ledger(ctx, lambda stamp: restore_event(
+                    stamp, member.path, "user request", member.sha256, member.event == "restore (modified)"))
+            crashpoint("ledger-appended")
+            _mark(journal, member, "ledger")
+        if "moved" not in member.steps:
+            if source.exists() and not x.exists():
+                fs.move_exact(source, x)
+            crashpoint("file-moved")
+            _mark(journal, member, "moved")
+        if "stamped" not in member.steps:
+            data = set_frontmatter(x.read_bytes(), {"last_updated": journal.today},
+                                    ("recall_count",) if member.drift else ())
+            if member.index_detail and INDEX_DETAIL.format(date=journal.today) not in decode(data):
+                data = append_index_detail(data, member.index_detail, journal.today)
+            fs.atomic_write(x, data)
+            crashpoint("file-stamped")
+            _mark(journal, member, "stamped")
+    if "spine" not in member.steps:
+        spine = Spine((root / SPINE).read_bytes())
+        if member.spine_entry and find_entry(spine, member.path) is None:
+            fs.atomic_write(root / SPINE, encode(add_entry(spine, member.spine_entry, member.path)))
+        crashpoint("spine-edited")
+        _mark(journal, member, "spine")
+    ctx.heartbeat()
+
+
+def _mark(journal: RestoreJournal, member: RestoreMember, step: str) -> None:
+    member.steps.append(step)
+    journal.save()
+    crashpoint("journal-marked")
+
+
+def _finish(ctx: PassContext, journal: RestoreJournal) -> list[Finding]:
+    fs.atomic_write(ctx.root / "CATALOG.md", encode(render_catalog(take_snapshot(ctx.root), ctx.now())))
+    crashpoint("catalog-written")
+    journal.finished = True
+    journal.save()
+    ctx.heartbeat()
+    return ctx.self_check()
+
+
+def apply_restore(ctx: PassContext, members: list[RestoreMember]) -> RestoreOutcome:
+    today = ctx.now().date().isoformat()
+    directory = ctx.root / RESTORE_JOURNALS_DIR
+    path = directory / f"{compact_utc(ctx.now())}.json"
+    counter = 2
+    while path.exists():
+        path = directory / f"{compact_utc(ctx.now())}-{counter}.json"
+        counter += 1
+    journal = RestoreJournal(path, today, members)
+    journal.save()
+    crashpoint("journal-written")
+    outcome = RestoreOutcome()
+    for member in members:
+        _restore_member(ctx, journal, member)
+        outcome.restored.append(member.path)
+        if member.drift:
+            outcome.notes.append(f"{member.path}: differed from its ledger checksum only by recall_count; "
+                                 "the recall_count line was removed")
+        if member.event == "restore (modified)":
+            outcome.notes.append(f"{member.path}: archived bytes differ from the ledger checksum; "
+                                 "restored anyway as 'restore (modified)'")
+        if member.index_detail:
+            outcome.notes.append(f"{member.path}: its saved SPINE entry was over the cap; a short entry was "
+                                 "written and the whole hook appended under Index detail")
+    outcome.self_check = _finish(ctx, journal)
+    return outcome
+
+
+def unfinished_restores(root: Path) -> list[RestoreJournal]:
+    directory = root / RESTORE_JOURNALS_DIR
+    if not directory.is_dir():
+        return []
+    journals = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            journal = RestoreJournal.load(path)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise RestoreRefused(f"{path}: unreadable restore journal ({error}); check it by hand") from None
+        if not journal.finished:
+            journals.append(journal)
+    return journals
+
+
+def recover_restores(ctx: PassContext) -> RestoreOutcome:
+    """Roll every interrupted restore forward, step by step, each step idempotent."""
+    outcome = RestoreOutcome()
+    for journal in unfinished_restores(ctx.root):
+        for member in journal.members:
+            _restore_member(ctx, journal, member)
+            outcome.restored.append(member.path)
+        outcome.self_check = _finish(ctx, journal)
+    return outcome
