@@ -39,6 +39,15 @@ store_argument = click.argument(
 )
 
 
+def _emit(text: str, as_json: bool = False) -> None:
+    """Write to stdout as bytes: file text reaches the terminal as the bytes it was (invalid
+    UTF-8 included); in JSON a stray byte becomes a ``\\udcXX`` escape, which stays valid JSON."""
+    data = text.encode("utf-8", "backslashreplace" if as_json else "surrogateescape")
+    stream = click.get_binary_stream("stdout")
+    stream.write(data)
+    stream.flush()
+
+
 def _store(store: Path | None) -> Path:
     return (store or Path(default_store())).expanduser()
 
@@ -74,7 +83,7 @@ def check(ctx: click.Context, store: Path | None, before: Path | None, as_json: 
     """
     result = check_action.run_check(_store(store), before, _policy(ctx).caps)
     render = check_action.render_json if as_json else check_action.render_text
-    click.echo(render(result), nl=False)
+    _emit(render(result), as_json)
     ctx.exit(0 if result.ok else 1)
 
 
@@ -86,9 +95,9 @@ def catalog(store: Path | None, mode: str) -> None:
     """Rebuild CATALOG.md from the tree and the ledger: print it, or write it."""
     if mode == "write":
         outcome = catalog_action.write_catalog(_store(store), _now())
-        click.echo(f"{outcome.path}: {outcome.reason}")
+        _emit(f"{outcome.path}: {outcome.reason}\n")
     else:
-        click.echo(catalog_action.print_catalog(_store(store), _now()), nl=False)
+        _emit(catalog_action.print_catalog(_store(store), _now()))
 
 
 @cli.command()
@@ -99,7 +108,7 @@ def budget(ctx: click.Context, store: Path | None, as_json: bool) -> None:
     """Show the SPINE and tier files against their caps, token estimates and the debt. Writes nothing."""
     report = budget_action.run_budget(_store(store), _policy(ctx), _now().date())
     render = budget_action.render_json if as_json else budget_action.render_text
-    click.echo(render(report), nl=False)
+    _emit(render(report), as_json)
 
 
 @cli.command()
@@ -129,7 +138,7 @@ def gc(ctx: click.Context, store: Path | None, mode: str, manifest: str | None, 
         report = gc_action.run_gc_revert(_store(store), policy, _now, manifest, wait)
     else:
         report = gc_action.preview_gc(_store(store), policy, _now())
-    click.echo((gc_action.render_json if as_json else gc_action.render_text)(report), nl=False)
+    _emit((gc_action.render_json if as_json else gc_action.render_text)(report), as_json)
     ctx.exit(0 if report.ok else 1)
 
 
@@ -147,14 +156,16 @@ def restore(ctx: click.Context, path: str, store: Path | None, wait: float, as_j
     last_updated set to today. A legacy archive is restored as a copy. Exit 1 if the self-check fails.
     """
     outcome = restore_action.run_restore(_store(store), path, _policy(ctx), _now, wait)
-    click.echo((restore_action.render_json if as_json else restore_action.render_text)(outcome), nl=False)
+    _emit((restore_action.render_json if as_json else restore_action.render_text)(outcome), as_json)
     ctx.exit(0 if outcome.ok else 1)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the CLI and turn known errors into one-line messages."""
     try:
-        cli.main(args=argv, prog_name="distilld", standalone_mode=False)
+        # Without standalone mode, click returns ctx.exit()'s code instead of raising it.
+        returned = cli.main(args=argv, prog_name="distilld", standalone_mode=False)
+        return returned if isinstance(returned, int) else 0
     except click.exceptions.Exit as done:
         return int(done.exit_code or 0)
     except click.ClickException as error:
@@ -164,11 +175,11 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("Aborted.", err=True)
         return 1
     except DistilldError as error:
-        click.echo(f"distilld: {error}", err=True)
+        message = str(error).encode("utf-8", "backslashreplace").decode("utf-8")
+        click.echo(f"distilld: {message}", err=True)
         return error.exit_code
     except BrokenPipeError:
         return 1
-    return 0
 
 
 if __name__ == "__main__":

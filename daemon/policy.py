@@ -6,6 +6,7 @@ lock timings. Unknown keys and bad values are refused with one line naming the k
 
 from __future__ import annotations
 
+import re
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -35,11 +36,11 @@ class SpinePolicy(_Strict):
     @model_validator(mode="after")
     def _targets_within_caps(self) -> "SpinePolicy":
         if self.compact_at_lines > self.max_lines:
-            raise ValueError("compact_at_lines must not exceed max_lines")
+            raise ValueError(f"compact_at_lines: must not exceed max_lines ({self.max_lines})")
         if self.compact_at_bytes > self.max_bytes:
-            raise ValueError("compact_at_bytes must not exceed max_bytes")
+            raise ValueError(f"compact_at_bytes: must not exceed max_bytes ({self.max_bytes})")
         if self.entry_target_bytes > self.entry_max_bytes:
-            raise ValueError("entry_target_bytes must not exceed entry_max_bytes")
+            raise ValueError(f"entry_target_bytes: must not exceed entry_max_bytes ({self.entry_max_bytes})")
         return self
 
 
@@ -52,9 +53,9 @@ class TierFilePolicy(_Strict):
     @model_validator(mode="after")
     def _targets_within_caps(self) -> "TierFilePolicy":
         if self.compact_at_lines > self.max_lines:
-            raise ValueError("compact_at_lines must not exceed max_lines")
+            raise ValueError(f"compact_at_lines: must not exceed max_lines ({self.max_lines})")
         if self.compact_at_bytes > self.max_bytes:
-            raise ValueError("compact_at_bytes must not exceed max_bytes")
+            raise ValueError(f"compact_at_bytes: must not exceed max_bytes ({self.max_bytes})")
         return self
 
 
@@ -66,7 +67,7 @@ class LifecyclePolicy(_Strict):
     def _known_tiers(self) -> "LifecyclePolicy":
         unknown = [d for d in self.candidate_dirs if d not in TIERS]
         if unknown:
-            raise ValueError(f"not a tier directory: {', '.join(unknown)} (tiers: {', '.join(TIERS)})")
+            raise ValueError(f"candidate_dirs: not a tier directory: {', '.join(unknown)} (tiers: {', '.join(TIERS)})")
         return self
 
 
@@ -97,6 +98,10 @@ def _first_error(error: ValidationError) -> str:
     first = error.errors()[0]
     key = ".".join(str(part) for part in first["loc"]) or "(top level)"
     message = first["msg"].removeprefix("Value error, ")
+    named = re.match(r"^([a-z_]+): ", message) if first["type"] == "value_error" else None
+    if named:  # a cross-field rule names the key it is about
+        key = f"{key}.{named.group(1)}" if key != "(top level)" else named.group(1)
+        message = message[named.end():]
     if first["type"] == "extra_forbidden":
         message = "unknown key"
     elif "input" in first and first["type"] != "value_error":

@@ -72,7 +72,9 @@ _NOT_OWNER_CHARS = re.compile(r"[^A-Za-z0-9._:-]+")
 _DIGITS = re.compile(rb"[0-9]+")
 
 MUTEX_POLL_SECONDS = 0.05  # the script's poll interval for the mutex
-_FIRST_LINE_MAX = 4096  # a sane .lock line is ~60 bytes; never slurp a junk file whole
+# A sane .lock line is ~60 bytes; never slurp a junk file whole. Staying under 4300 bytes also
+# keeps any digit run within int()'s default digit limit.
+_FIRST_LINE_MAX = 4096
 # link(2) errors meaning "this file system has no hard links": fall back to O_EXCL, like the .ps1.
 _NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS})
 # `.status.tmp.<pid>` is per process only, so threads of one process must not write it at once.

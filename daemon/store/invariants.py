@@ -286,7 +286,7 @@ def check_c3(snapshot: Snapshot, caps: Caps = DEFAULT_CAPS) -> list[Finding]:
         if read_with is not None:
             found += _read_with(snapshot, path, read_with)
         split_from = file.split_from
-        if split_from is not None:
+        if split_from:  # an empty split_from: line names no parent
             if not contained(split_from, "tier"):
                 found.append(fail("C3", "split-from-uncontained", path, f"uncontained path in {path} split_from: {split_from}"))
             elif not snapshot.exists(split_from):

@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -20,7 +21,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distilld.engine import lock as lock_module
 from distilld.engine.lock import (
     AcquireKind,
     LockLine,
@@ -429,11 +429,11 @@ def test_good_owner_names(store: Path) -> None:
 def test_default_owner_is_sanitised(monkeypatch: pytest.MonkeyPatch) -> None:
     owner = default_owner()
     assert re.fullmatch(rf"distilld\.[A-Za-z0-9._:-]+\.{os.getpid()}", owner)
-    monkeypatch.setattr(lock_module.socket, "gethostname", lambda: "my laptop/é (work)")
+    monkeypatch.setattr(socket, "gethostname", lambda: "my laptop/é (work)")
     owner = default_owner()
     assert check_owner(owner) == owner
     assert owner == f"distilld.my-laptop-work-.{os.getpid()}"
-    monkeypatch.setattr(lock_module.socket, "gethostname", lambda: "")
+    monkeypatch.setattr(socket, "gethostname", lambda: "")
     assert default_owner() == f"distilld.localhost.{os.getpid()}"
 
 
@@ -522,7 +522,7 @@ def test_failed_rename_on_heartbeat_keeps_the_old_line(
     alpha.acquire()
     before = lock_text(store)
     clock.advance(10)
-    monkeypatch.setattr(lock_module.os, "replace", _failing(errno.EIO))
+    monkeypatch.setattr(os, "replace", _failing(errno.EIO))
 
     with pytest.raises(LockIOError):
         alpha.heartbeat(step=1, signals=1)
@@ -536,7 +536,7 @@ def test_failed_rename_on_heartbeat_keeps_the_old_line(
 def test_failed_create_leaves_no_lock_and_no_temp(
     store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, target: str
 ) -> None:
-    monkeypatch.setattr(lock_module.os, target, _failing(errno.EIO))
+    monkeypatch.setattr(os, target, _failing(errno.EIO))
 
     with pytest.raises(LockIOError):
         make(store, "alpha", clock).acquire()
@@ -548,7 +548,7 @@ def test_failed_create_leaves_no_lock_and_no_temp(
 def test_without_hard_links_acquire_falls_back_to_exclusive_create(
     store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(lock_module.os, "link", _failing(errno.EPERM))
+    monkeypatch.setattr(os, "link", _failing(errno.EPERM))
 
     assert make(store, "alpha", clock).acquire().kind is AcquireKind.ACQUIRED
     assert lock_text(store) == f"alpha {T0} {ISO0}\n"
@@ -564,7 +564,7 @@ def test_missing_store_root_is_an_io_error(tmp_path: Path) -> None:
 # -- real processes --------------------------------------------------------------------------
 
 # fork is cheap and needs no re-import; other platforms re-import this module in each child.
-_CTX = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+_CTX: Any = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
 RACERS = 12
 ROUNDS = 20  # each round is a free race followed by a stale race
 
@@ -592,6 +592,7 @@ def test_racers_exactly_one_winner_for_free_and_stale_locks(store: Path) -> None
     ]
     for worker in workers:
         worker.start()
+    finished = False
     try:
         for race in range(2 * ROUNDS):
             stale = race % 2 == 1
@@ -613,8 +614,10 @@ def test_racers_exactly_one_winner_for_free_and_stale_locks(store: Path) -> None
             assert all(o[3] == winner for o in outcomes if o[2] == "held"), outcomes
             assert lock_text(store).startswith(f"{winner} ")
             assert status_text(store).startswith("running ")
+        finished = True
     finally:
-        barrier.abort()  # a failed round must not leave the racers waiting out the barrier timeout
+        if not finished:
+            barrier.abort()  # a failed round must not leave the racers waiting out the timeout
         for worker in workers:
             worker.join(timeout=10)
             if worker.is_alive():

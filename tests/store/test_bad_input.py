@@ -111,22 +111,48 @@ READ_ONLY_COMMANDS = (
 )
 
 
-def exercise(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: Path) -> dict[str, tuple[int, str, str]]:
+def run_cli(*argv: str) -> tuple[int, bytes, bytes]:
+    """Run ``main`` with stdout and stderr as strict UTF-8 text streams over byte buffers.
+
+    Like a terminal in a UTF-8 locale: text that cannot be encoded raises, and whatever the
+    CLI writes to the binary stream is kept byte for byte.
+    """
+    out_buffer, err_buffer = io.BytesIO(), io.BytesIO()
+    out = io.TextIOWrapper(out_buffer, encoding="utf-8", errors="strict", newline="", write_through=True)
+    err = io.TextIOWrapper(err_buffer, encoding="utf-8", errors="strict", newline="", write_through=True)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        code = main(list(argv))
+        out.flush()
+        err.flush()
+        return code, out_buffer.getvalue(), err_buffer.getvalue()
+    finally:
+        sys.stdout, sys.stderr = saved
+        out.detach()
+        err.detach()
+
+
+def as_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def exercise(tmp_path: Path, store: Path) -> dict[str, tuple[int, str, str]]:
     """Run every read-only command; none may crash or change one byte or mtime under tmp_path."""
     before = tree_state(tmp_path)
     outputs: dict[str, tuple[int, str, str]] = {}
     for command in READ_ONLY_COMMANDS:
-        code = main([*command, str(store)])
-        captured = capsys.readouterr()
+        code, out, err = run_cli(*command, str(store))
         name = " ".join(command)
-        assert "Traceback" not in captured.out + captured.err, name
-        assert code in (0, 1), (name, code, captured.err)
+        assert b"Traceback" not in out + err, name
+        assert code in (0, 1), (name, code, err)
         if command[0] != "check":
-            assert code == 0, (name, captured.err)
-        outputs[name] = (code, captured.out, captured.err)
+            assert code == 0, (name, err)
+        outputs[name] = (code, as_text(out), as_text(err))
     assert tree_state(tmp_path) == before
     report = json.loads(outputs["check --json"][1])
     assert set(report["groups"]) == set(GROUPS)
+    assert report["ok"] is (outputs["check"][0] == 0)
     json.loads(outputs["budget --json"][1])
     return outputs
 
@@ -204,39 +230,39 @@ def edit(b: StoreBuilder, relative: str, old: str, new: str) -> StoreBuilder:
 # -- encodings and binary content ------------------------------------------------------------------
 
 
-def test_non_utf8_bytes_in_a_tier_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_non_utf8_bytes_in_a_tier_file(tmp_path: Path, store: StoreBuilder) -> None:
     raw = store.read("projects/kestrel.md")
     store.write("projects/kestrel.md", raw + b"- caf\xe9 and \xff\xfe bytes\n")
     found = findings(store.root)
     # The byte-level rules do not care: the catalog row, caps and pointers still agree.
     assert verdicts(found) == {"C1": "PASS", "C2": "PASS", "C3": "PASS"}
     assert any("projects/kestrel.md" in m and "UTF-8" in m for m in notes(found)), notes(found)
-    outputs = exercise(capsys, tmp_path, store.root)
+    outputs = exercise(tmp_path, store.root)
     assert json_verdicts(outputs) == {"C1": "PASS", "C2": "PASS", "C3": "PASS"}
     assert "- projects/kestrel.md | Kestrel ingest pipeline | validated 2026-11-02\n" in outputs["catalog --print"][1]
 
 
-def test_non_utf8_bytes_in_spine(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_non_utf8_bytes_in_spine(tmp_path: Path, store: StoreBuilder) -> None:
     raw = store.read("SPINE.md")
     kestrel = KESTREL_ENTRY.encode()
     store.write("SPINE.md", raw.replace(kestrel, kestrel + b" caf\xe9 \xff"))
     found = findings(store.root)
     assert verdicts(found) == {"C1": "PASS", "C2": "PASS", "C3": "PASS"}
     assert any("SPINE.md" in m and "UTF-8" in m for m in notes(found, "C1")), notes(found)
-    exercise(capsys, tmp_path, store.root)
+    exercise(tmp_path, store.root)
 
 
 def test_non_utf8_spine_entry_over_cap_is_measured_in_raw_bytes(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder
+    tmp_path: Path, store: StoreBuilder
 ) -> None:
     # Invalid bytes inside the first 60 bytes of an over-long entry end up in the message.
     entry = b"- [Kestrel](projects/kestrel.md) -- \xff\xfe\xe9 " + b"k" * 400
     store.write("SPINE.md", store.read("SPINE.md").replace(KESTREL_ENTRY.encode(), entry))
     found = findings(store.root)
     assert any(m.startswith(f"entry over 400 bytes ({len(entry)}): ") for m in fails(found, "C1")), fails(found)
-    outputs = exercise(capsys, tmp_path, store.root)
+    outputs = exercise(tmp_path, store.root)
     assert json_verdicts(outputs)["C1"] == "FAIL"
-    assert f"entry over 400 bytes ({len(entry)}): " in outputs["check"][1]
+    assert f"C1 FAIL\n    - entry over 400 bytes ({len(entry)}): - [Kestrel](projects/kestrel.md) -- " in outputs["check"][1]
 
 
 def run_subprocess(extra_env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[bytes]:
@@ -268,28 +294,28 @@ def test_non_utf8_bytes_survive_a_real_stdout(tmp_path: Path, store: StoreBuilde
     assert tree_state(tmp_path) == before
 
 
-def test_binary_tier_file_with_nul_bytes(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_binary_tier_file_with_nul_bytes(tmp_path: Path, store: StoreBuilder) -> None:
     store.write("projects/kestrel.md", store.read("projects/kestrel.md") + b"\x00\x01\x02binary\x00\xff\n")
     found = findings(store.root)
     assert verdicts(found) == {"C1": "PASS", "C2": "PASS", "C3": "PASS"}
     assert any("projects/kestrel.md" in m and "NUL" in m for m in notes(found)), notes(found)
-    exercise(capsys, tmp_path, store.root)
+    exercise(tmp_path, store.root)
 
 
-def test_nul_bytes_in_spine_and_evidence(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_nul_bytes_in_spine_and_evidence(tmp_path: Path, store: StoreBuilder) -> None:
     store.write("SPINE.md", store.read("SPINE.md") + b"\x00\x00\n")
     store.write("evidence/craft/testing.md", store.read("evidence/craft/testing.md") + b"\x00 trailing\n")
     found = findings(store.root)
     assert verdicts(found) == {"C1": "PASS", "C2": "PASS", "C3": "PASS"}
     assert any("SPINE.md" in m and "NUL" in m for m in notes(found, "C1"))
     assert any("evidence/craft/testing.md" in m and "NUL" in m for m in notes(found))
-    exercise(capsys, tmp_path, store.root)
+    exercise(tmp_path, store.root)
 
 
 BOM = b"\xef\xbb\xbf"
 
 
-def test_bom_hides_the_frontmatter_of_a_pinned_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_bom_hides_the_frontmatter_of_a_pinned_file(tmp_path: Path, store: StoreBuilder) -> None:
     # 1.2: frontmatter exists only if line 1 is exactly '---'. With a BOM it is not, so
     # projects/osprey.md has no 'lifecycle: pinned' any more, while its row still says pinned.
     store.write("projects/osprey.md", BOM + store.read("projects/osprey.md"))
@@ -298,14 +324,14 @@ def test_bom_hides_the_frontmatter_of_a_pinned_file(capsys: pytest.CaptureFixtur
     assert verdicts(found) == {"C1": "PASS", "C2": "FAIL", "C3": "PASS"}
     bom_notes = [m for m in notes(found) if "projects/osprey.md" in m]
     assert bom_notes and "byte-order mark" in bom_notes[0] and "frontmatter" in bom_notes[0]
-    outputs = exercise(capsys, tmp_path, store.root)
+    outputs = exercise(tmp_path, store.root)
     catalog = outputs["catalog --print"][1]
     # Not pinned, and the scope falls back to the first heading (the stamp is found anywhere).
     assert "- projects/osprey.md | Osprey | validated 2026-02-01\n" in catalog
     assert "byte-order mark" in outputs["check"][1]
 
 
-def test_bom_before_the_catalog_line_hides_it(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_bom_before_the_catalog_line_hides_it(tmp_path: Path, store: StoreBuilder) -> None:
     lines = text_of(store, "SPINE.md").split("\n")
     catalog_line = next(line for line in lines if line.startswith("- [Catalog](CATALOG.md)"))
     rest = [line for line in lines if line != catalog_line]
@@ -313,7 +339,7 @@ def test_bom_before_the_catalog_line_hides_it(capsys: pytest.CaptureFixture[str]
     found = findings(store.root)
     assert "SPINE has no catalog line" in fails(found, "C1")
     assert any("SPINE.md" in m and "byte-order mark" in m for m in notes(found, "C1"))
-    exercise(capsys, tmp_path, store.root)
+    exercise(tmp_path, store.root)
 
 
 # -- line endings and final newlines -----------------------------------------------------------------
@@ -323,7 +349,7 @@ def all_markdown(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*.md") if p.is_file())
 
 
-def test_crlf_everywhere_except_archived_bytes_passes(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_crlf_everywhere_except_archived_bytes_passes(tmp_path: Path, store: StoreBuilder) -> None:
     for rel in all_markdown(store.root):
         if rel.startswith("archive/") and rel != "archive/LEDGER.md":
             continue  # archived bytes are checksummed raw; converting them is a different test
@@ -331,11 +357,11 @@ def test_crlf_everywhere_except_archived_bytes_passes(capsys: pytest.CaptureFixt
     found = findings(store.root)
     assert fails(found) == []
     assert not any("mixes" in m for m in notes(found))
-    outputs = exercise(capsys, tmp_path, store.root)
+    outputs = exercise(tmp_path, store.root)
     assert json_verdicts(outputs) == {"C1": "PASS", "C2": "PASS", "C3": "PASS"}
 
 
-def test_mixed_line_endings(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_mixed_line_endings(tmp_path: Path, store: StoreBuilder) -> None:
     raw = store.read("projects/kestrel.md")
     store.write("projects/kestrel.md", raw.replace(b"\n", b"\r\n", 3))
     spine = store.read("SPINE.md")
@@ -344,35 +370,35 @@ def test_mixed_line_endings(capsys: pytest.CaptureFixture[str], tmp_path: Path, 
     assert fails(found) == []
     assert any("projects/kestrel.md" in m and "CRLF" in m for m in notes(found))
     assert any("SPINE.md" in m and "CRLF" in m for m in notes(found, "C1"))
-    exercise(capsys, tmp_path, store.root)
+    exercise(tmp_path, store.root)
 
 
-def test_lone_cr_is_not_a_line_break(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_lone_cr_is_not_a_line_break(tmp_path: Path, store: StoreBuilder) -> None:
     # Counts ignore CR (tr -d '\r'): 70 CR-separated chunks on one line are one line.
     store.write("projects/kestrel.md", store.read("projects/kestrel.md") + b"\r".join([b"chunk"] * 70) + b"\n")
     found = findings(store.root)
     assert fails(found) == []
-    exercise(capsys, tmp_path, store.root)
+    exercise(tmp_path, store.root)
 
 
 @pytest.mark.parametrize(
     "relative",
     ["SPINE.md", "CATALOG.md", "archive/LEDGER.md", "projects/kestrel.md", "evidence/craft/testing.md"],
 )
-def test_missing_final_newline(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder, relative: str) -> None:
+def test_missing_final_newline(tmp_path: Path, store: StoreBuilder, relative: str) -> None:
     raw = store.read(relative)
     assert raw.endswith(b"\n")
     store.write(relative, raw[:-1])
     found = findings(store.root)
     assert fails(found) == []
-    outputs = exercise(capsys, tmp_path, store.root)
+    outputs = exercise(tmp_path, store.root)
     assert json_verdicts(outputs) == {"C1": "PASS", "C2": "PASS", "C3": "PASS"}
 
 
 # -- size and shape ------------------------------------------------------------------------------------
 
 
-def test_huge_tier_file_is_a_c3_finding_not_a_crash(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_huge_tier_file_is_a_c3_finding_not_a_crash(tmp_path: Path, store: StoreBuilder) -> None:
     raw = store.read("projects/kestrel.md")
     line = b"- " + b"payload " * 12 + b"\n"
     body = line * (5_000_000 // len(line))
@@ -386,11 +412,11 @@ def test_huge_tier_file_is_a_c3_finding_not_a_crash(capsys: pytest.CaptureFixtur
         f"projects/kestrel.md is {size} bytes (max 6000; declare oversize: <reason> to exempt)",
     ]
     assert verdicts(found) == {"C1": "PASS", "C2": "PASS", "C3": "FAIL"}
-    outputs = exercise(capsys, tmp_path, store.root)
+    outputs = exercise(tmp_path, store.root)
     assert "payload payload" not in outputs["check"][1]
 
 
-def test_unclosed_frontmatter(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_unclosed_frontmatter(tmp_path: Path, store: StoreBuilder) -> None:
     text = text_of(store, "projects/kestrel.md")
     head, sep, body = text.partition("---\n\n# Kestrel")
     assert sep
@@ -398,17 +424,17 @@ def test_unclosed_frontmatter(capsys: pytest.CaptureFixture[str], tmp_path: Path
     found = findings(store.root)
     assert verdicts(found) == {"C1": "PASS", "C2": "PASS", "C3": "PASS"}
     assert any("projects/kestrel.md" in m and "frontmatter" in m for m in notes(found)), notes(found)
-    exercise(capsys, tmp_path, store.root)
+    exercise(tmp_path, store.root)
 
 
 def test_block_list_read_with_is_refused_and_its_items_never_read(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder, outside: Path,
+    tmp_path: Path, store: StoreBuilder, outside: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     edit(store, "ops/deploy.md", "read_with: [craft/testing.md]\n",
          "read_with:\n  - craft/testing.md\n  - ../outside/secret.md\n")
     spy = ReadSpy(monkeypatch)
-    outputs = exercise(capsys, tmp_path, store.root)
+    outputs = exercise(tmp_path, store.root)
     found = findings(store.root)
     assert fails(found) == ["ops/deploy.md read_with must be an inline list [a.md, b.md]"]
     assert spy.reads_under(outside) == []
@@ -456,7 +482,7 @@ def plant(store: StoreBuilder, where: str, path: str) -> tuple[str, str]:
 @pytest.mark.parametrize("form", BAD_FORMS)
 @pytest.mark.parametrize("where", ["spine", "read_with", "split_from", "ledger_from", "ledger_to", "catalog"])
 def test_uncontained_path_is_reported_and_never_read(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder, outside: Path,
+    tmp_path: Path, store: StoreBuilder, outside: Path,
     monkeypatch: pytest.MonkeyPatch, where: str, form: str,
 ) -> None:
     path = bad_path(form, outside)
@@ -464,9 +490,10 @@ def test_uncontained_path_is_reported_and_never_read(
     spy = ReadSpy(monkeypatch)
     found = findings(store.root)
     assert message in fails(found, group), fails(found)
-    outputs = exercise(capsys, tmp_path, store.root)
+    outputs = exercise(tmp_path, store.root)
     assert f"    - {message}\n" in outputs["check"][1]
     assert spy.reads_under(outside, tmp_path / "home") == []
+    assert spy.reads_under(store.root / "craft"), "the spy saw no read at all"
     for name, (_, out, err) in outputs.items():
         if where == "catalog" and name.startswith("check"):
             continue  # the planted row itself carries the marker; check may quote it
@@ -491,7 +518,7 @@ def test_uncontained_path_is_reported_and_never_read(
     ],
 )
 def test_symlink_out_of_the_store_is_reported_and_never_read(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder, outside: Path,
+    tmp_path: Path, store: StoreBuilder, outside: Path,
     monkeypatch: pytest.MonkeyPatch, link: str, target: str,
 ) -> None:
     where = store.root / link
@@ -509,9 +536,10 @@ def test_symlink_out_of_the_store_is_reported_and_never_read(
     spy = ReadSpy(monkeypatch)
     found = findings(store.root)
     assert f"symlink in store: {link}" in fails(found, "C2"), fails(found)
-    outputs = exercise(capsys, tmp_path, store.root)
+    outputs = exercise(tmp_path, store.root)
     assert f"    - symlink in store: {link}\n" in outputs["check"][1]
     assert spy.reads_under(outside) == []
+    assert spy.reads_under(store.root / "craft"), "the spy saw no read at all"
     for name, (_, out, err) in outputs.items():
         assert SECRET not in out + err, name
 
@@ -519,9 +547,9 @@ def test_symlink_out_of_the_store_is_reported_and_never_read(
 # -- missing things ----------------------------------------------------------------------------------
 
 
-def test_missing_spine(capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder) -> None:
+def test_missing_spine(tmp_path: Path, store: StoreBuilder) -> None:
     store.remove("SPINE.md")
-    outputs = exercise(capsys, tmp_path, store.root)
+    outputs = exercise(tmp_path, store.root)
     assert outputs["check"][1].startswith("C1 FAIL\n    - SPINE.md missing\n")
     assert "SPINE.md: missing" in outputs["budget"][1]
     assert json.loads(outputs["budget --json"][1])["spine_present"] is False
@@ -531,33 +559,31 @@ def test_missing_spine(capsys: pytest.CaptureFixture[str], tmp_path: Path, store
     "command",
     [("check",), ("check", "--json"), ("budget",), ("budget", "--json"), ("catalog", "--print"), ("catalog", "--write")],
 )
-def test_missing_store_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path, command: tuple[str, ...]) -> None:
+def test_missing_store_directory(tmp_path: Path, command: tuple[str, ...]) -> None:
     missing = tmp_path / "no" / "such-store"
     before = tree_state(tmp_path)
-    code = main([*command, str(missing)])
-    captured = capsys.readouterr()
+    code, out, err = run_cli(*command, str(missing))
     assert code == 2
-    assert captured.out == ""
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and str(missing) in lines[0], captured.err
-    assert "Traceback" not in captured.err
+    assert out == b""
+    lines = as_text(err).strip().splitlines()
+    assert len(lines) == 1 and str(missing) in lines[0], err
+    assert b"Traceback" not in err
     assert tree_state(tmp_path) == before
     assert not missing.exists()
 
 
-def test_store_path_is_a_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_store_path_is_a_file(tmp_path: Path) -> None:
     target = tmp_path / "store.md"
     target.write_text("# not a store\n")
-    code = main(["check", str(target)])
-    captured = capsys.readouterr()
+    code, _, err = run_cli("check", str(target))
     assert code == 2
-    assert str(target) in captured.err
-    assert "Traceback" not in captured.err
+    assert str(target) in as_text(err)
+    assert b"Traceback" not in err
 
 
 @pytest.mark.parametrize("relative, group", [("projects/kestrel.md", "C3"), ("SPINE.md", "C1"), ("archive/LEDGER.md", "C2")])
 def test_unreadable_file_is_named(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, store: StoreBuilder, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, store: StoreBuilder, monkeypatch: pytest.MonkeyPatch,
     relative: str, group: str,
 ) -> None:
     blocked = os.path.realpath(store.root / relative)
@@ -574,7 +600,7 @@ def test_unreadable_file_is_named(
     assert named, [f.message for f in found]
     # A file that could not be read cannot pass as checked.
     assert any(f.severity == "fail" for f in named)
-    outputs = exercise(capsys, tmp_path, store.root)
+    outputs = exercise(tmp_path, store.root)
     report = json.loads(outputs["check --json"][1])
     assert report["ok"] is False
     assert any(relative in f["message"] for f in report["findings"])

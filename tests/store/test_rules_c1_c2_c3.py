@@ -285,7 +285,12 @@ def test_c1_4_three_line_entry_counts_one_joining_byte_per_newline(tmp_path: Pat
 def test_c1_4_these_lines_end_an_entry_and_are_not_measured(tmp_path: Path, follower: str) -> None:
     b = healthy_store(tmp_path)
     text, _ = wrapped_entry(390)
-    long_line = follower.replace("{EM}", EM) + " " + "z" * 120 if follower.strip() else follower
+    # The follower carries 120 more bytes itself, or (blank ones) is followed by a 120-byte line:
+    # joined into the entry, either would push it over 400.
+    if follower.strip():
+        long_line = follower.replace("{EM}", EM) + " " + "z" * 120
+    else:
+        long_line = follower + "\n" + "z" * 120
     edit(b, "SPINE.md", KESTREL_ENTRY, text + "\n" + long_line)
     if follower.startswith("- [Osprey]"):
         edit(b, "SPINE.md", f"- [Osprey](projects/osprey.md) {EM} exports under legal hold; pinned. "
@@ -363,6 +368,12 @@ def test_c2_1_pointer_to_missing_file(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     spine_add(b, f"- [Gone](craft/gone.md) {EM} was never written.")
     expect_only(tmp_path, "C2", "SPINE pointer to missing file: craft/gone.md")
+
+
+def test_c2_1_stale_pointer_to_an_archived_file(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    spine_add(b, MARLIN_ENTRY)  # projects/marlin.md only exists as archive/projects/marlin.md
+    expect_only(tmp_path, "C2", "SPINE pointer to missing file: projects/marlin.md")
 
 
 def test_c2_1_pointer_inside_hook_text_is_checked_too(tmp_path: Path) -> None:
@@ -635,6 +646,15 @@ def test_c2_9_evidence_count_counts_every_dash_line(tmp_path: Path) -> None:
     expect_only(tmp_path, "C2", "catalog count wrong for evidence/craft/testing.md (file has 3 entries)")
 
 
+def test_c2_9_evidence_for_is_not_trimmed_or_unquoted(tmp_path: Path) -> None:
+    # 1.2: fm_value has no quote handling and no trailing-whitespace trim.
+    b = healthy_store(tmp_path)
+    edit(b, "evidence/craft/testing.md", "evidence_for: craft/testing.md\n", "evidence_for: craft/testing.md \n")
+    expect_only(tmp_path, "C2", "evidence_for disagrees with the twin's path: evidence/craft/testing.md says craft/testing.md ")
+    edit(b, "evidence/craft/testing.md", "evidence_for: craft/testing.md \n", 'evidence_for: "craft/testing.md"\n')
+    expect_only(tmp_path, "C2", 'evidence_for disagrees with the twin\'s path: evidence/craft/testing.md says "craft/testing.md"')
+
+
 def test_c2_9_twin_without_evidence_for(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     edit(b, "evidence/craft/testing.md", "evidence_for: craft/testing.md\n", "kind: evidence\n")
@@ -737,6 +757,16 @@ def test_c2_10_unledgered_nested_archive_is_pending_adoption(tmp_path: Path, pat
     b = healthy_store(tmp_path)
     b.write(path, "---\nscope: Old runbook\n---\n# Runbook\n").rebuild_catalog()
     expect_only(tmp_path, "C2", f"no ledger archive event for: {path} (unledgered: pending adoption by migrate-store)")
+
+
+def test_c2_10_archive_event_needs_to_followed_by_a_field(tmp_path: Path) -> None:
+    # 3.3 item 10: the event is a line containing "| to: <a> |"; a line ending in its to: field has none.
+    b = healthy_store(tmp_path)
+    b.ledger([f"- {MARLIN_STAMP} archive | from: projects/marlin.md | to: archive/projects/marlin.md"])
+    found = findings(tmp_path)
+    assert ("no ledger archive event for: archive/projects/marlin.md (unledgered: pending adoption by migrate-store)"
+            in fails(found, "C2"))
+    assert verdicts(found) == {"C1": "PASS", "C2": "FAIL", "C3": "PASS"}
 
 
 def test_c2_10_a_restore_line_is_not_an_archive_event(tmp_path: Path) -> None:
@@ -1216,6 +1246,14 @@ def test_c3_4_uncontained_split_from(tmp_path: Path, value: str) -> None:
     b = healthy_store(tmp_path)
     edit(b, "craft/testing-2.md", "split_from: craft/testing.md", f"split_from: {value}")
     expect_only(tmp_path, "C3", f"uncontained path in craft/testing-2.md split_from: {value}")
+
+
+def test_c3_4_split_from_is_not_trimmed_or_unquoted(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    edit(b, "craft/testing-2.md", "split_from: craft/testing.md\n", "split_from: craft/testing.md \n")
+    expect_only(tmp_path, "C3", "craft/testing-2.md split_from target missing: craft/testing.md ")
+    edit(b, "craft/testing-2.md", "split_from: craft/testing.md \n", 'split_from: "craft/testing.md"\n')
+    expect_only(tmp_path, "C3", 'uncontained path in craft/testing-2.md split_from: "craft/testing.md"')
 
 
 def test_c3_4_split_from_target_missing(tmp_path: Path) -> None:

@@ -1,0 +1,98 @@
+"""Policy files: the shipped default holds the design's numbers; every bad file is refused in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from builders import healthy_store
+
+from distilld.cli import main
+from distilld.errors import PolicyError
+from distilld.policy import load_policy, parse_policy
+from distilld.store.caps import Caps
+
+
+def test_default_policy_has_the_design_numbers() -> None:
+    policy = load_policy()
+    assert (
+        policy.spine.max_lines, policy.spine.max_bytes, policy.spine.entry_max_bytes,
+        policy.spine.compact_at_lines, policy.spine.compact_at_bytes, policy.spine.entry_target_bytes,
+        policy.tier_file.max_lines, policy.tier_file.max_bytes,
+        policy.tier_file.compact_at_lines, policy.tier_file.compact_at_bytes,
+        policy.lifecycle.staleness_threshold_days, policy.lock.stale_seconds,
+    ) == (80, 16000, 400, 60, 12000, 200, 60, 6000, 45, 4500, 90, 300)
+    assert policy.lifecycle.candidate_dirs == ("projects",)
+    assert policy.caps == Caps(spine_max_lines=80, spine_max_bytes=16000, entry_max_bytes=400,
+                               file_max_lines=60, file_max_bytes=6000)
+
+
+def test_default_file_equals_the_built_in_defaults() -> None:
+    assert load_policy() == parse_policy("", "empty.toml")
+
+
+def test_a_partial_file_keeps_the_other_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text("[spine]\nmax_lines = 70\ncompact_at_lines = 50\n", "utf-8")
+    policy = load_policy(path)
+    assert (policy.spine.max_lines, policy.spine.compact_at_lines, policy.spine.max_bytes) == (70, 50, 16000)
+    assert policy.caps.spine_max_lines == 70
+
+
+BAD_FILES = [
+    pytest.param("[spine\nmax_lines = 80\n", ["not valid TOML"], id="bad-toml"),
+    pytest.param("max_lines = 80 = 3\n", ["not valid TOML"], id="bad-toml-value"),
+    pytest.param("[spine]\nmax_line = 80\n", ["spine.max_line", "unknown key"], id="unknown-key"),
+    pytest.param("[spin]\nmax_lines = 80\n", ["spin", "unknown key"], id="unknown-table"),
+    pytest.param("[spine]\nmax_lines = \"80\"\n", ["spine.max_lines"], id="string-for-int"),
+    pytest.param("[spine]\nmax_lines = 8.5\n", ["spine.max_lines"], id="float-for-int"),
+    pytest.param("[spine]\nmax_lines = true\n", ["spine.max_lines"], id="bool-for-int"),
+    pytest.param("[tier_file]\nmax_bytes = 0\n", ["tier_file.max_bytes"], id="zero"),
+    pytest.param("[lifecycle]\nstaleness_threshold_days = -5\n", ["lifecycle.staleness_threshold_days"],
+                 id="negative"),
+    pytest.param("[lock]\npoll_seconds = 0\n", ["lock.poll_seconds"], id="zero-float"),
+    pytest.param("[spine]\ncompact_at_lines = 90\n", ["compact_at_lines"], id="spine-target-above-cap"),
+    pytest.param("[spine]\ncompact_at_bytes = 20000\n", ["compact_at_bytes"], id="spine-bytes-target-above-cap"),
+    pytest.param("[spine]\nentry_target_bytes = 500\n", ["entry_target_bytes"], id="entry-target-above-cap"),
+    pytest.param("[tier_file]\ncompact_at_lines = 61\n", ["compact_at_lines"], id="file-target-above-cap"),
+    pytest.param("[lifecycle]\ncandidate_dirs = [\"projects\", \"archive\"]\n", ["candidate_dirs", "archive"],
+                 id="unknown-tier"),
+    pytest.param("[lifecycle]\ncandidate_dirs = \"projects\"\n", ["candidate_dirs"], id="candidate-dirs-not-a-list"),
+]
+
+
+@pytest.mark.parametrize(("content", "named"), BAD_FILES)
+def test_bad_policy_file_is_refused_in_one_line_naming_the_key(tmp_path: Path, content: str,
+                                                                named: list[str]) -> None:
+    path = tmp_path / "bad-policy.toml"
+    path.write_text(content, "utf-8")
+    with pytest.raises(PolicyError) as caught:
+        load_policy(path)
+    message = str(caught.value)
+    assert "\n" not in message and "\r" not in message
+    assert str(path) in message
+    for word in named:
+        assert word in message
+
+
+def test_missing_policy_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere.toml"
+    with pytest.raises(PolicyError) as caught:
+        load_policy(path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert str(path) in message and "not found" in message
+
+
+def test_cli_reports_a_bad_policy_on_one_stderr_line_with_exit_2(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    healthy_store(tmp_path / "store")
+    path = tmp_path / "bad.toml"
+    path.write_text("[spine]\nmax_lines = 0\n", "utf-8")
+    code = main(["--policy", str(path), "budget", str(tmp_path / "store")])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("distilld: policy file ") and "spine.max_lines" in lines[0]
