@@ -15,6 +15,7 @@ from ..engine.journal import unfinished_manifests
 from ..engine.plan import GcPlan, render_gc_plan
 from ..engine.restore import recover_restores
 from ..policy import Policy
+from ..store.local import lifecycle_enabled
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.stamps import format_utc
 from .passes import locked_pass
@@ -66,7 +67,12 @@ def preview_gc(store: Path, policy: Policy, now: datetime) -> GcReport:
     return report
 
 
-def run_gc_apply(store: Path, policy: Policy, clock: Callable[[], datetime], wait: float = 0) -> GcReport:
+def run_gc_apply(store: Path, policy: Policy, clock: Callable[[], datetime], wait: float = 0,
+                 scheduled: bool = False) -> GcReport:
+    """Apply gc. A scheduled run needs the store's local .lifecycle to say ``enabled``; a user's
+    explicit ``gc --apply`` is consent for that run."""
+    if scheduled and not lifecycle_enabled(store.expanduser()):
+        return GcReport("apply", notes=["lifecycle is disabled for this store (.lifecycle); moved nothing"])
     with locked_pass(store, policy, clock, wait) as ctx:
         refuse_unless_gc_allowed(take_snapshot(ctx.root))
         report = GcReport("apply")

@@ -14,7 +14,7 @@ from functools import cached_property
 from .paths import is_legacy
 from .snapshot import Snapshot
 from .spine import hook_of_entry
-from .stamps import STAMP_PATTERN, format_utc, stamp_later
+from .stamps import STAMP_PATTERN, format_utc, full_stamp, stamp_later
 from .text import decode, escape_free_text, rtrim, split_lines
 
 TITLE = "# Knowledge catalog"
@@ -66,7 +66,7 @@ def rebuilt_stamp(snapshot: Snapshot, now: datetime) -> str:
     stamp = format_utc(now)
     newest = snapshot.ledger.newest_stamp if snapshot.ledger else None
     if newest and stamp_later(newest, stamp):
-        return newest if "T" in newest else newest + "T00:00:00Z"
+        return full_stamp(newest)
     return stamp
 
 

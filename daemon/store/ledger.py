@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .paths import ARCHIVE_PREFIX, contained
-from .stamps import STAMP_PATTERN, newest, stamp_later
+from .stamps import STAMP_PATTERN, full_stamp, newest, stamp_later
 from .text import decode, escape_free_text, rtrim, split_lines, split_segments
 
 EVENT_RE = re.compile(r"^- (" + STAMP_PATTERN + r") ")
@@ -166,7 +166,7 @@ def ledger_stamp(ledger: Ledger | None, now_stamp: str) -> str:
     if newest_stamp is None:
         return now_stamp
     if stamp_later(newest_stamp, now_stamp):
-        return newest_stamp if "T" in newest_stamp else newest_stamp + "T00:00:00Z"
+        return full_stamp(newest_stamp)
     return now_stamp
 
 

@@ -20,6 +20,11 @@ def _seconds_form(stamp: str) -> str:
     return stamp
 
 
+def full_stamp(stamp: str) -> str:
+    """The same instant written in full, ``YYYY-MM-DDTHH:MM:SSZ`` (a date is its midnight)."""
+    return _seconds_form(stamp) if has_time(stamp) else stamp + "T00:00:00Z"
+
+
 def stamp_later(a: str, b: str) -> bool:
     """Is ``a`` later than ``b``? Full timestamps only when both carry a time, dates otherwise."""
     if has_time(a) and has_time(b):

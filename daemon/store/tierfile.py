@@ -114,6 +114,52 @@ def select_protected_lines(lines: list[str]) -> list[str]:
     return selected
 
 
+FENCE_LINE_RE = re.compile(r"^---$", re.MULTILINE)
+FIRST_HEADING_RE = re.compile(r"^#[^\n]*", re.MULTILINE)
+DASH_LINE_RE = re.compile(r"^- ", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What the checks read from a file, taken in one pass over its text."""
+
+    line_count: int
+    frontmatter: Frontmatter | None
+    body_start: int
+    newest_stamp: str | None
+    first_heading: str | None
+    non_negotiable: bool
+    directives: int
+    dash_lines: int
+
+
+def _read_facts(text: str) -> _Facts:
+    flat = text.replace("\r", "")
+    line_count = flat.count("\n") + (1 if flat and not flat.endswith("\n") else 0)
+    frontmatter: Frontmatter | None = None
+    body_start = 0
+    if flat == FENCE or flat.startswith(FENCE + "\n"):
+        fence = FENCE_LINE_RE.search(flat, len(FENCE) + 1)
+        block = flat[len(FENCE) + 1:fence.start() if fence else len(flat)]
+        head = block.split("\n")
+        if head and head[-1] == "":
+            head.pop()
+        frontmatter = Frontmatter(tuple(head), closed=fence is not None)
+        body_start = len(head) + (2 if fence else 1)
+    stamps = STAMP_IN_FILE_RE.findall(flat)
+    heading = FIRST_HEADING_RE.search(flat)
+    return _Facts(
+        line_count=line_count,
+        frontmatter=frontmatter,
+        body_start=body_start,
+        newest_stamp=max(stamps) if stamps else None,
+        first_heading=heading.group(0) if heading else None,
+        non_negotiable=NON_NEGOTIABLE_RE.search(text) is not None,
+        directives=len(DIRECTIVE_RE.findall(text)),
+        dash_lines=len(DASH_LINE_RE.findall(flat)),
+    )
+
+
 class KnowledgeFile:
     """One Markdown file of the store, read as raw bytes."""
 
@@ -121,13 +167,19 @@ class KnowledgeFile:
         self.path = path
         self.raw = raw
 
-    @cached_property
+    @property
     def text(self) -> str:
+        # Decoded on demand and not kept: a 10,000-file store would otherwise hold every file
+        # three times (bytes, text, lines). What the checks need is kept in ``_facts``.
         return decode(self.raw)
 
     @cached_property
     def lines(self) -> list[str]:
         return split_lines(self.text)
+
+    @cached_property
+    def _facts(self) -> _Facts:
+        return _read_facts(self.text)
 
     @property
     def size(self) -> int:
@@ -135,33 +187,28 @@ class KnowledgeFile:
 
     @property
     def line_count(self) -> int:
-        return len(self.lines)
-
-    @cached_property
-    def _frontmatter_and_body(self) -> tuple[Frontmatter | None, int]:
-        return parse_frontmatter(self.lines)
+        return self._facts.line_count
 
     @property
     def frontmatter(self) -> Frontmatter:
-        found, _ = self._frontmatter_and_body
+        found = self._facts.frontmatter
         return found if found is not None else NO_FRONTMATTER
 
     @property
     def has_frontmatter(self) -> bool:
-        return self._frontmatter_and_body[0] is not None
+        return self._facts.frontmatter is not None
 
     @property
     def body_lines(self) -> list[str]:
-        return self.lines[self._frontmatter_and_body[1]:]
+        return self.lines[self._facts.body_start:]
 
     def fm(self, key: str) -> str | None:
         return self.frontmatter.value(key)
 
-    @cached_property
+    @property
     def newest_stamp(self) -> str | None:
         """The activity stamp: the newest ``last_validated:``/``last_updated:`` date anywhere."""
-        found = STAMP_IN_FILE_RE.findall(self.text.replace("\r", ""))
-        return max(found) if found else None
+        return self._facts.newest_stamp
 
     @property
     def pinned(self) -> bool:
@@ -178,22 +225,16 @@ class KnowledgeFile:
     @cached_property
     def scope(self) -> str:
         """The catalog's second column: ``scope:``, else the first heading, else ``(no scope)``."""
-        value = self.fm("scope")
-        if not value:
-            value = ""
-            for line in self.lines:
-                if line.startswith("#"):
-                    value = line.lstrip("#").lstrip(" ")
-                    break
+        value = self.fm("scope") or (self._facts.first_heading or "").lstrip("#").lstrip(" ")
         return escape_free_text(value) if value else "(no scope)"
 
-    @cached_property
+    @property
     def has_non_negotiable(self) -> bool:
-        return NON_NEGOTIABLE_RE.search(self.text) is not None
+        return self._facts.non_negotiable
 
-    @cached_property
+    @property
     def directive_count(self) -> int:
-        return len(DIRECTIVE_RE.findall(self.text))
+        return self._facts.directives
 
     @cached_property
     def sha256(self) -> str:
@@ -209,7 +250,7 @@ class KnowledgeFile:
 
     def dash_entry_count(self) -> int:
         """Lines starting ``- ``: the catalog's entry count for an evidence twin."""
-        return sum(1 for line in self.lines if line.startswith("- "))
+        return self._facts.dash_lines
 
 
 # -- edits (pure: bytes in, bytes out; every other line and ending kept) --------------------
