@@ -35,7 +35,7 @@ def _now() -> datetime:
 
 
 store_argument = click.argument(
-    "store", required=False, type=click.Path(path_type=Path, file_okay=False), metavar="[STORE]"
+    "store", required=False, type=click.Path(path_type=Path), metavar="[STORE]"
 )
 
 

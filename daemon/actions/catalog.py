@@ -45,6 +45,7 @@ def write_catalog(store: Path, now: datetime) -> CatalogWrite:
             f"{snapshot.root}: pre-1.2 store (no CATALOG.md); writing a catalog would mark it as "
             "migrated. Migrate the store first; `distilld catalog --print` shows the catalog meanwhile."
         )
+    snapshot.require_readable()
     text = render_catalog(snapshot, now)
     if snapshot.catalog_raw is not None:
         unchanged = Catalog(snapshot.catalog_raw).stamp_masked() == Catalog(encode(text)).stamp_masked()

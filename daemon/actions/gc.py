@@ -92,7 +92,11 @@ def run_gc_revert(store: Path, policy: Policy, clock: Callable[[], datetime], ma
         report = GcReport("revert")
         if unfinished_manifests(ctx.root):
             report.recovery = recover_gc(ctx)
-        report.outcome = revert_gc(ctx, resolve_manifest(ctx.root, manifest))
+        chosen = resolve_manifest(ctx.root, manifest)
+        if chosen.reverted:
+            report.notes.append(f"{chosen.path} is already reverted; nothing to do")
+            return report
+        report.outcome = revert_gc(ctx, chosen)
         return report
 
 

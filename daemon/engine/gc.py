@@ -53,6 +53,7 @@ class GcOutcome:
 
 
 def refuse_unless_gc_allowed(snapshot: Snapshot) -> None:
+    snapshot.require_readable()
     pending = pending_migrations(snapshot.root)
     if pending:
         raise GcRefused(f"{pending[0]}: a store migration is PENDING; finish or revert it "
@@ -174,6 +175,11 @@ def recover_gc(ctx: PassContext) -> GcOutcome:
     outcome = GcOutcome(None)
     for manifest in unfinished_manifests(ctx.root):
         outcome.manifest = manifest.path
+        if manifest.reverting:  # an interrupted revert is finished, never half-undone
+            finished = revert_gc(ctx, manifest)
+            outcome.reverted += finished.reverted
+            outcome.self_check = finished.self_check
+            continue
         for move in manifest.moves:
             if move.done or move.abandoned:
                 continue
@@ -236,8 +242,13 @@ def resolve_manifest(root: Path, given: str | None) -> Manifest:
 
 def revert_gc(ctx: PassContext, manifest: Manifest) -> GcOutcome:
     """Undo the done moves of a manifest, newest first, each with a restore line."""
+    if manifest.reverted:
+        return GcOutcome(manifest.path)  # already undone: nothing to do, nothing to fail
     outcome = GcOutcome(manifest.path)
     reason = f"revert {manifest.name}"
+    if not manifest.reverting:
+        manifest.reverting = True
+        manifest.save()
     for move in reversed(manifest.moves):
         if not move.done or move.abandoned or move.reverted:
             continue

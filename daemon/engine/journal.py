@@ -59,6 +59,7 @@ class Manifest:
     ts: str
     moves: list[ManifestMove] = field(default_factory=list)
     finished: bool = False
+    reverting: bool = False  # a revert started; recovery finishes it before anything else
     reverted: bool = False
 
     @property
@@ -67,11 +68,15 @@ class Manifest:
 
     @property
     def unfinished(self) -> bool:
+        if self.reverting:
+            return not self.reverted
         return not self.finished or any(not (m.done or m.abandoned) for m in self.moves)
 
     def save(self) -> None:
         payload: dict[str, Any] = {"ts": self.ts, "moves": [m.to_json() for m in self.moves]}
         payload["finished"] = self.finished
+        if self.reverting:
+            payload["reverting"] = True
         if self.reverted:
             payload["reverted"] = True
         fs.atomic_write(self.path, (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode())
@@ -111,7 +116,8 @@ def load_manifest(path: Path) -> Manifest:
         ]
         # A manifest written by a client that knows no "finished" key is finished when every move is done.
         finished = bool(data.get("finished", all(m.done for m in moves)))
-        return Manifest(path, str(data.get("ts", "")), moves, finished, bool(data.get("reverted", False)))
+        return Manifest(path, str(data.get("ts", "")), moves, finished,
+                        bool(data.get("reverting", False)), bool(data.get("reverted", False)))
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ManifestError(
             f"{path}: not a readable gc manifest ({error}); move it out of data/gc-manifests/ "
@@ -123,7 +129,13 @@ def all_manifests(root: Path) -> list[Manifest]:
     directory = root / GC_MANIFESTS_DIR
     if not directory.is_dir():
         return []
-    return [load_manifest(p) for p in sorted(directory.glob("*.json"))]
+    return [load_manifest(p) for p in sorted(directory.glob("*.json"), key=_manifest_order)]
+
+
+def _manifest_order(path: Path) -> tuple[str, int]:
+    # "<stamp>.json" comes before "<stamp>-2.json", though "-" sorts before "." as text.
+    stamp, _, counter = path.stem.partition("-")
+    return stamp, int(counter) if counter.isdigit() else 1
 
 
 def unfinished_manifests(root: Path) -> list[Manifest]:

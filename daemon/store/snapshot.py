@@ -110,6 +110,13 @@ class Snapshot:
         # `test -f` follows a link; report the link, but let existence checks agree with the checker.
         return {link for link in self.symlinks if (self.root / link).is_file()}
 
+    def require_readable(self) -> None:
+        """A writer that cannot read every file cannot know what it would change: refuse."""
+        if self.read_errors:
+            first = self.read_errors[0]
+            raise StoreError(f"{self.root / first.path}: {first.message}; fix its permissions, then run "
+                             "again (nothing was changed)")
+
     @cached_property
     def layout(self) -> Layout:
         if CATALOG in self.files:
