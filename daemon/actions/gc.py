@@ -50,6 +50,7 @@ def _outcome_dict(outcome: GcOutcome | None) -> dict[str, Any] | None:
     data = asdict(outcome)
     data["manifest"] = str(outcome.manifest) if outcome.manifest else None
     data["self_check"] = [f.to_dict() for f in outcome.self_check]
+    data["still_over_budget"] = [f.to_dict() for f in outcome.still_over_budget]
     return data
 
 
@@ -90,6 +91,7 @@ def run_gc_revert(store: Path, policy: Policy, clock: Callable[[], datetime], ma
     with locked_pass(store, policy, clock, wait) as ctx:
         refuse_unless_gc_allowed(take_snapshot(ctx.root))
         report = GcReport("revert")
+        recover_restores(ctx)
         if unfinished_manifests(ctx.root):
             report.recovery = recover_gc(ctx)
         chosen = resolve_manifest(ctx.root, manifest)
@@ -109,6 +111,12 @@ def _render_outcome(title: str, outcome: GcOutcome) -> list[str]:
     if outcome.self_check:
         out.append("self-check FAILED:")
         out += [f"    - [{f.group}] {f.message}" for f in outcome.self_check]
+    if outcome.still_over_budget:
+        out.append(f"still over budget from before this pass ({len(outcome.still_over_budget)}; "
+                   "compaction, not gc or restore, brings these down):")
+        out += [f"    - [{f.group}] {f.message}" for f in outcome.still_over_budget[:10]]
+        if len(outcome.still_over_budget) > 10:
+            out.append(f"    … and {len(outcome.still_over_budget) - 10} more (distilld budget lists them)")
     else:
         out.append("self-check passed (C1-C3" + (", C4 against the store before the pass)" if outcome.moved else ")"))
     return out

@@ -26,7 +26,9 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
         raise LockHeld(f"{root}/.lock is held ({who}): a distillation is running; nothing was changed. "
                        "Try again later, or pass --wait SECONDS.", held.owner, held.age) from None
     try:
-        yield PassContext(root, lock, clock, policy.caps, policy.spine.entry_target_bytes)
+        context = PassContext(root, lock, clock, policy.caps, policy.spine.entry_target_bytes)
+        context.take_baseline()
+        yield context
     finally:
         try:
             lock.release()

@@ -11,6 +11,7 @@ from ..engine.gc import recover_gc
 from ..engine.journal import unfinished_manifests
 from ..engine.restore import RestoreOutcome, apply_restore, plan_restore, recover_restores
 from ..policy import Policy
+from ..store.paths import strip_archive
 from ..store.snapshot import take_snapshot
 from .passes import locked_pass
 
@@ -18,7 +19,9 @@ from .passes import locked_pass
 def run_restore(store: Path, path: str, policy: Policy, clock: Callable[[], datetime],
                 wait: float = 0) -> RestoreOutcome:
     with locked_pass(store, policy, clock, wait) as ctx:
-        recover_restores(ctx)
+        resumed = recover_restores(ctx)
+        if strip_archive(path) in resumed.restored:
+            return resumed  # this very restore was interrupted; finishing it was the whole job
         if unfinished_manifests(ctx.root):
             recover_gc(ctx)
         members = plan_restore(take_snapshot(ctx.root), path, policy.spine.entry_max_bytes,
@@ -32,6 +35,12 @@ def render_text(outcome: RestoreOutcome) -> str:
     if outcome.self_check:
         out.append("self-check FAILED:")
         out += [f"    - [{f.group}] {f.message}" for f in outcome.self_check]
+    if outcome.still_over_budget:
+        out.append(f"still over budget from before this pass ({len(outcome.still_over_budget)}; "
+                   "compaction, not gc or restore, brings these down):")
+        out += [f"    - [{f.group}] {f.message}" for f in outcome.still_over_budget[:10]]
+        if len(outcome.still_over_budget) > 10:
+            out.append(f"    … and {len(outcome.still_over_budget) - 10} more (distilld budget lists them)")
     else:
         out.append("self-check passed (C1-C3)")
     return "\n".join(out) + "\n"
@@ -43,5 +52,6 @@ def render_json(outcome: RestoreOutcome) -> str:
         "notes": outcome.notes,
         "ok": outcome.ok,
         "self_check": [f.to_dict() for f in outcome.self_check],
+        "still_over_budget": [f.to_dict() for f in outcome.still_over_budget],
     }
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"

@@ -46,6 +46,7 @@ class GcOutcome:
     abandoned: list[str] = field(default_factory=list)
     reverted: list[str] = field(default_factory=list)
     self_check: list[Finding] = field(default_factory=list)
+    still_over_budget: list[Finding] = field(default_factory=list)  # breaches the store had before
 
     @property
     def ok(self) -> bool:
@@ -156,6 +157,7 @@ def apply_gc(ctx: PassContext, plan: GcPlan, before: Snapshot) -> GcOutcome:
         _archive_one(ctx, manifest, move, ledger_done=False)
         outcome.moved.append(move.source)
     outcome.self_check = _finish(ctx, manifest, before)
+    outcome.still_over_budget = ctx.still_over_budget
     return outcome
 
 
@@ -185,6 +187,7 @@ def recover_gc(ctx: PassContext) -> GcOutcome:
                 continue
             _recover_move(ctx, manifest, move, outcome)
         outcome.self_check = _finish(ctx, manifest, None)
+        outcome.still_over_budget = ctx.still_over_budget
     return outcome
 
 
@@ -255,7 +258,10 @@ def revert_gc(ctx: PassContext, manifest: Manifest) -> GcOutcome:
         source, target = ctx.root / move.source, ctx.root / move.target
         ledger = take_ledger(ctx.root)
         last = ledger.last_event_by_path.get(move.source) if ledger else None
-        already = last is not None and last.is_restore and last.value("reason") == reason
+        # Restored meanwhile (by this revert before a crash, or by a user's restore): only the
+        # SPINE entry and the flag remain to be seen to.
+        already = last is not None and last.is_restore and (
+            last.value("reason") == reason or (source.exists() and not target.exists()))
         if not already:
             archived_sha = _sha(target)
             if archived_sha is None or source.exists():
@@ -277,6 +283,7 @@ def revert_gc(ctx: PassContext, manifest: Manifest) -> GcOutcome:
         outcome.reverted.append(move.source)
     manifest.reverted = True
     outcome.self_check = _finish(ctx, manifest, None)
+    outcome.still_over_budget = ctx.still_over_budget
     return outcome
 
 

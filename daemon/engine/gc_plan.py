@@ -14,12 +14,13 @@ from datetime import date
 from ..store.lifecycle import activity, exemption, is_candidate
 from ..store.paths import archived_path, contained
 from ..store.snapshot import Snapshot
-from ..store.spine import Spine, find_entry, remove_pointer
+from ..store.spine import Spine, SpineEditor
 from ..store.text import clip, encode
 from ..store.tierfile import parse_inline_list
 from .plan import GcPlan, Move, Skip
 
-PATH_MENTION_RE = re.compile(r"(?<![A-Za-z0-9_./-])((?:craft|ops|profile|projects|feedback)/[^\s()\[\]`'\"<>|,;]+?\.md)")
+PATH_MENTION_RE = re.compile(r"[a-z]+/[^\s()\[\]`'\"<>|,;]+?\.md")
+PATH_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-")
 
 
 def split_families(snapshot: Snapshot) -> dict[str, tuple[str, ...]]:
@@ -57,10 +58,25 @@ def _read_with_index(snapshot: Snapshot) -> dict[str, list[str]]:
     return named_by
 
 
-def _prose_index(snapshot: Snapshot) -> dict[str, list[str]]:
+def _mentions(text: str, directories: tuple[str, ...]) -> set[str]:
+    """Paths under ``directories`` written out in ``text`` (a plain search first: it is fast)."""
+    found: set[str] = set()
+    for directory in directories:
+        needle = directory + "/"
+        at = text.find(needle)
+        while at != -1:
+            if at == 0 or text[at - 1] not in PATH_CHARS:
+                match = PATH_MENTION_RE.match(text, at)
+                if match:
+                    found.add(match.group(0))
+            at = text.find(needle, at + len(needle))
+    return found
+
+
+def _prose_index(snapshot: Snapshot, directories: tuple[str, ...]) -> dict[str, list[str]]:
     mentioned_by: dict[str, list[str]] = defaultdict(list)
     for path in snapshot.tier_paths:
-        for target in set(PATH_MENTION_RE.findall(snapshot.knowledge(path).text)):
+        for target in _mentions(snapshot.knowledge(path).text, directories):
             if target != path:
                 mentioned_by[target].append(path)
     return mentioned_by
@@ -86,10 +102,10 @@ def plan_gc(snapshot: Snapshot, today: date, now_stamp: str, default_days: int,
         plan.spine_bytes_before = plan.spine_bytes_after = spine.size
     families = split_families(snapshot)
     read_with = _read_with_index(snapshot)
-    prose = _prose_index(snapshot)
+    prose = _prose_index(snapshot, candidate_dirs)
     hook_links = _hook_links(spine)
     decided: set[str] = set()
-    working = spine
+    editor = SpineEditor(spine) if spine is not None else None
 
     for path in snapshot.tier_paths:
         if path in decided or not is_candidate(path, candidate_dirs):
@@ -102,13 +118,13 @@ def plan_gc(snapshot: Snapshot, today: date, now_stamp: str, default_days: int,
             if verdict.status != "recent":  # recently active files are simply not candidates
                 plan.skipped.append(verdict)
             continue
-        moves, working = _family_moves(snapshot, family, verdict, working, prose, plan)
-        if moves is None:
-            continue
-        plan.moves += moves
-    if working is not None and spine is not None:
-        plan.spine_lines_after = working.line_count
-        plan.spine_bytes_after = working.size
+        moves = _family_moves(snapshot, family, verdict, editor, prose, plan)
+        if moves is not None:
+            plan.moves += moves
+    if editor is not None and plan.moves:
+        after = Spine(encode(editor.text()))
+        plan.spine_lines_after = after.line_count
+        plan.spine_bytes_after = after.size
     return plan
 
 
@@ -145,21 +161,29 @@ def _family_verdict(snapshot: Snapshot, family: tuple[str, ...], today: date, de
 
 
 def _family_moves(snapshot: Snapshot, family: tuple[str, ...], facts: dict[str, tuple[str, int, int]],
-                  working: Spine | None, prose: dict[str, list[str]],
-                  plan: GcPlan) -> tuple[list[Move] | None, Spine | None]:
+                  editor: SpineEditor | None, prose: dict[str, list[str]], plan: GcPlan) -> list[Move] | None:
     """Moves for a stale family, with the SPINE edits simulated in order."""
+    if editor is not None:
+        doubled = [m for m in family if editor.occurrences.get(m, 0) > 1]
+        if doubled:
+            plan.skipped.append(Skip(family[0], "blocked",
+                                     f"{', '.join(doubled)} has more than one SPINE line; merge them first"))
+            return None
+    if editor is not None:
+        escaped = [m for m in family if "\\|" in editor.entry_text(m)]
+        if escaped:
+            plan.skipped.append(Skip(family[0], "blocked",
+                                     f"the SPINE entry of {', '.join(escaped)} holds a literal '\\|', which a "
+                                     "ledger line cannot record exactly; reword that entry first"))
+            return None
     moves: list[Move] = []
-    current = working
-    changes: list[str] = []
     for member in family:
         spine_entry = ""
-        if current is not None:
-            removal = remove_pointer(current, member)
-            if removal is not None:
-                spine_entry = removal.spine_entry
-                changes.append(("remove line: " if removal.whole_entry else "remove pointer: ")
-                               + clip(spine_entry, 100))
-                current = Spine(encode(removal.text))
+        removal = editor.remove(member) if editor is not None else None
+        if removal is not None:
+            spine_entry = removal.spine_entry
+            plan.spine_changes.append(("remove line: " if removal.whole_entry else "remove pointer: ")
+                                      + clip(spine_entry, 100))
         file = snapshot.knowledge(member)
         stamp, age, threshold = facts[member]
         referrers = tuple(sorted(r for r in prose.get(member, []) if r not in family))
@@ -169,12 +193,4 @@ def _family_moves(snapshot: Snapshot, family: tuple[str, ...], facts: dict[str, 
             stamp=stamp, age_days=age, threshold_days=threshold, directives=file.directive_count,
             referrers=referrers, family=family if len(family) > 1 else (),
         ))
-    still_pointed = [m for m in family if current is not None and m in current.pointer_set]
-    if still_pointed:
-        plan.skipped.append(Skip(family[0], "blocked",
-                                 f"{', '.join(still_pointed)} has more than one SPINE line; merge them first"))
-        return None, working
-    if current is not None and find_entry(current, family[0]) is not None:
-        return None, working
-    plan.spine_changes += changes
-    return moves, current
+    return moves

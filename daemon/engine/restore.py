@@ -73,6 +73,7 @@ class RestoreOutcome:
     restored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     self_check: list[Finding] = field(default_factory=list)
+    still_over_budget: list[Finding] = field(default_factory=list)  # breaches the store had before
 
     @property
     def ok(self) -> bool:
@@ -259,6 +260,7 @@ def apply_restore(ctx: PassContext, members: list[RestoreMember]) -> RestoreOutc
             outcome.notes.append(f"{member.path}: its saved SPINE entry was over the cap; a short entry was "
                                  "written and the whole hook appended under Index detail")
     outcome.self_check = _finish(ctx, journal)
+    outcome.still_over_budget = ctx.still_over_budget
     return outcome
 
 

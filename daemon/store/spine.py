@@ -254,3 +254,70 @@ def add_entry(spine: Spine, entry_line: str, path: str) -> str:
             insert_at = index + 1
     raw_lines.insert(insert_at, entry_line + ending)
     return "".join(raw_lines)
+
+
+class SpineEditor:
+    """Pointer removals on a parsed SPINE, without re-parsing it after each one.
+
+    The planner simulates a whole pass with it: each ``remove`` gives exactly the ``spine-entry``
+    that ``remove_pointer`` on the file at that moment would give, and ``text`` the final SPINE.
+    """
+
+    def __init__(self, spine: Spine) -> None:
+        self.spine = spine
+        self._groups: dict[int, list[Pointer]] = {}
+        self._removed: set[int] = set()
+        self._entry_of: dict[str, int] = {}
+        self.occurrences: dict[str, int] = {}  # path -> entry lines that point at it
+        for index, entry in enumerate(spine.entries):
+            for pointer in entry.leading_group:
+                self._entry_of.setdefault(pointer.path, index)
+            for path in entry.pointers:
+                self.occurrences[path] = self.occurrences.get(path, 0) + 1
+
+    def entry_text(self, path: str) -> str:
+        """The joined text of the entry whose leading group names ``path`` ("" when none)."""
+        index = self._entry_of.get(path)
+        return self.spine.entries[index].joined if index is not None else ""
+
+    def _group(self, index: int) -> list[Pointer]:
+        if index not in self._groups:
+            self._groups[index] = list(self.spine.entries[index].leading_group)
+        return self._groups[index]
+
+    def _first_line(self, index: int) -> str:
+        entry = self.spine.entries[index]
+        if index not in self._groups:
+            return entry.first_line  # untouched: keep its exact spelling
+        rest = LEADING_GROUP_RE.sub("", entry.first_line, count=1)
+        return "- " + _format_group(self._groups[index]) + rest
+
+    def remove(self, path: str) -> PointerRemoval | None:
+        index = self._entry_of.get(path)
+        if index is None or index in self._removed:
+            return None
+        entry = self.spine.entries[index]
+        group = self._group(index)
+        mine = next((p for p in group if p.path == path), None)
+        if mine is None:
+            return None
+        if len(group) == 1:
+            joined = " ".join((self._first_line(index), *entry.continuations))
+            self._removed.add(index)
+            return PointerRemoval("", joined, True)
+        group.remove(mine)
+        return PointerRemoval("", f"- {_format_group([mine])} {EM_DASH} {entry.hook}", False)
+
+    def text(self) -> str:
+        raw_lines = lines_with_endings(decode(self.spine.raw))
+        dropped: set[int] = set()
+        for index in sorted(self._groups):
+            entry = self.spine.entries[index]
+            if index in self._removed:
+                dropped.update(range(entry.line_index, entry.line_index + entry.line_count))
+            else:
+                raw_lines[entry.line_index] = replace_line_body(raw_lines[entry.line_index], self._first_line(index))
+        for index in self._removed:
+            entry = self.spine.entries[index]
+            dropped.update(range(entry.line_index, entry.line_index + entry.line_count))
+        return "".join(line for number, line in enumerate(raw_lines) if number not in dropped)

@@ -17,7 +17,10 @@ staleness limit, the same command is run again (in-process) to recover, and the 
 checked exactly as tests/engine/test_crash_safety.py checks it: C1-C3; C4 against the store
 before the pass (apply) or no line lost from any file (revert, restore); the ledger agrees with
 the tree and was only appended to; evidence twins unchanged; no stub, no temp file, no `.lock`;
-the pass did what was asked; and a second run changes nothing.
+the pass did what was asked; and a second run changes nothing. With --cross P (default 0.25) a
+share of the runs is recovered by a *different* write command instead (gc --apply, gc --revert
+or restore; each recovers unfinished work first): the store must then be whole as above (minus
+C4 and the did-what-was-asked check), and the next gc --apply must succeed and keep it whole.
 
 Every run prints its seed; the summary lists the seeds of the failures (exit 1 if any), each
 replayable with --only SEED. --keep DIR keeps the stores of failed runs there.
@@ -41,17 +44,17 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parent / "engine")]
 
-import distilld.engine.gc as engine_gc  # noqa: E402
-import distilld.engine.restore as engine_restore  # noqa: E402
-from builders import EM, KESTREL_ENTRY, healthy_store  # noqa: E402
-from distilld.engine.journal import all_manifests  # noqa: E402
-from distilld.engine.restore import plan_restore  # noqa: E402
-from distilld.policy import load_policy  # noqa: E402
-from distilld.store.invariants import check_store  # noqa: E402
-from distilld.store.lossless import check_c4  # noqa: E402
-from distilld.store.paths import ARCHIVE_PREFIX, LEDGER, is_legacy, strip_archive  # noqa: E402
-from distilld.store.snapshot import take_snapshot  # noqa: E402
-from test_crash_safety import (  # noqa: E402
+import distilld.engine.gc as engine_gc
+import distilld.engine.restore as engine_restore
+from builders import EM, KESTREL_ENTRY, healthy_store
+from distilld.engine.journal import all_manifests
+from distilld.engine.restore import plan_restore
+from distilld.policy import load_policy
+from distilld.store.invariants import check_store
+from distilld.store.lossless import check_c4
+from distilld.store.paths import ARCHIVE_PREFIX, LEDGER, is_legacy, strip_archive
+from distilld.store.snapshot import take_snapshot
+from test_crash_safety import (
     age_dead_owners_lock,
     failing,
     ledger_tree_disagreements,
@@ -204,15 +207,25 @@ def run_again(args: list[str], operation: str) -> None:
     check(ok, f"{' '.join(args[:2])}: exit {code}\n{out}{err}")
 
 
-def one_run(seed: int, work: Path) -> str:
-    """Returns a one-line description; raises Failure (or anything) when the store is not whole."""
+@dataclass
+class Trace:
+    """What a run did so far, printed with its result (or its failure)."""
+
+    text: str = "?"
+
+    def add(self, more: str) -> None:
+        self.text += more
+
+
+def one_run(seed: int, work: Path, cross: float, trace: Trace) -> None:
+    """Raises Failure (or anything) when the store is not whole; ``trace`` says what was done."""
     rng = random.Random(seed)
     root, before, scratch = work / "store", work / "before", work / "scratch"
     gen = build_store(root, rng)
     operation = rng.choice(("apply", "revert", "restore"))
     restamped: frozenset[str] = frozenset()
     apply_args = ["gc", str(root), "--apply"]
-    desc = operation
+    trace.text = operation
 
     if operation == "apply":
         args = apply_args
@@ -225,7 +238,7 @@ def one_run(seed: int, work: Path) -> str:
             if b"recall_count: " in raw:
                 head, _, tail = raw.partition(b"recall_count: ")
                 victim.write_bytes(head + b"recall_count: 99" + tail[1:])
-                desc += "+drift"
+                trace.add("+drift")
         if operation == "revert":
             args = ["gc", str(root), "--revert"]
         else:
@@ -237,15 +250,16 @@ def one_run(seed: int, work: Path) -> str:
                                    policy.spine.entry_target_bytes, policy.spine.max_lines, policy.spine.max_bytes)
             restamped = frozenset(m.path for m in members)
             args = ["restore", target, str(root)]
-            desc += f"({target}, {len(members)} member{'s' if len(members) > 1 else ''})"
+            trace.add(f"({target}, {len(members)} member{'s' if len(members) > 1 else ''})")
     shutil.copytree(root, before)
 
     reached, code = count_boundaries(root, args, scratch)
     check(code == 0, f"uninterrupted {operation} on a copy exited {code}")
     if not reached:
-        return f"{desc}: nothing to crash (no write)"
+        trace.add(": nothing to crash (no write)")
+        return
     boundary, n = pick(rng, reached)
-    desc += f" crash={boundary}:{n}/{reached[boundary]}"
+    trace.add(f" crash={boundary}:{n}/{reached[boundary]}")
     child = run_child(args, (boundary, n))
     check(child.returncode == -signal.SIGKILL, f"expected SIGKILL, got {child.returncode}\n{child.stderr}")
     age_dead_owners_lock(root, child.pid)
@@ -255,11 +269,14 @@ def one_run(seed: int, work: Path) -> str:
         check(code == 0, f"recovery on a copy exited {code}")
         if again:
             boundary2, n2 = pick(rng, again)
-            desc += f" then recovery crash={boundary2}:{n2}/{again[boundary2]}"
+            trace.add(f" then recovery crash={boundary2}:{n2}/{again[boundary2]}")
             child = run_child(args, (boundary2, n2))
             check(child.returncode == -signal.SIGKILL, f"expected SIGKILL, got {child.returncode}")
             age_dead_owners_lock(root, child.pid)
 
+    if rng.random() < cross:
+        cross_recovery(rng, root, before, operation, trace)
+        return
     run_again(args, operation)
     verify(root, before, operation, restamped, gen)
     first = tree_hashes(root)
@@ -267,13 +284,43 @@ def one_run(seed: int, work: Path) -> str:
     second = tree_hashes(root)
     check(second == first, "a second recovery run changed the store: "
           + ", ".join(sorted(k for k in set(first) | set(second) if first.get(k) != second.get(k))))
-    return desc
 
 
-def verify(root: Path, before: Path, operation: str, restamped: frozenset[str], gen: Generated) -> None:
+def cross_recovery(rng: random.Random, root: Path, before: Path, operation: str, trace: Trace) -> None:
+    """Recover with a *different* write command (each recovers unfinished work first), then
+    check the store is whole and that the next gc --apply is not wedged."""
+    apply_args = ["gc", str(root), "--apply"]
+    other = rng.choice([c for c in ("apply", "revert", "restore") if c != operation])
+    archived = [p for p in take_snapshot(root).archive_paths if not is_legacy(p)]
+    if other == "revert":
+        command = ["gc", str(root), "--revert"]
+    elif other == "restore" and archived:
+        command = ["restore", rng.choice(archived), str(root)]
+    else:
+        command = apply_args
+    shown = " ".join(command[:3:2] if command[0] == "gc" else command[:2])
+    trace.add(f" then `{shown}`")
+    code, out, err = run_cli(command)
+    trace.add(f" (exit {code}) + gc --apply")
+    check(code in (0, 2), f"{shown}: exit {code}\n{out}{err}")
+    # Any project file may have been restored (last_updated re-stamped) along the way.
+    snap = take_snapshot(before)
+    anything = frozenset(strip_archive(p) for p in snap.tier_paths + snap.archive_paths)
+    problems = whole_problems(root, before, anything, c4=False)
+    check(not problems, f"after `{shown}` (exit {code}: {err.strip()[:200]}):\n" + "\n".join(problems))
+    code, out, err = run_cli(apply_args)
+    check(code == 0, f"the store is wedged: the next gc --apply exits {code}: {err.strip()}")
+    problems = whole_problems(root, before, anything, c4=False)
+    check(not problems, "after the next gc --apply:\n" + "\n".join(problems))
+    first = tree_hashes(root)
+    run_cli(apply_args)
+    check(tree_hashes(root) == first, "a second gc --apply changed the store")
+
+
+def whole_problems(root: Path, before: Path, restamped: frozenset[str], c4: bool) -> list[str]:
     after = take_snapshot(root)
     problems = failing(check_store(after))
-    if operation == "apply":
+    if c4:
         problems += failing(check_c4(take_snapshot(before), after))
     else:
         problems += lost_lines(before, root, restamped)
@@ -287,6 +334,12 @@ def verify(root: Path, before: Path, operation: str, restamped: frozenset[str], 
     for twin in take_snapshot(before).evidence_paths:
         if not (root / twin).is_file() or (root / twin).read_bytes() != (before / twin).read_bytes():
             problems.append(f"evidence twin changed: {twin}")
+    return problems
+
+
+def verify(root: Path, before: Path, operation: str, restamped: frozenset[str], gen: Generated) -> None:
+    problems = whole_problems(root, before, restamped, c4=operation == "apply")
+    after = take_snapshot(root)
     # The pass did what was asked.
     if operation == "apply":
         problems += [f"not archived: {x}" for x in gen.stale if not after.exists(ARCHIVE_PREFIX + x)]
@@ -306,6 +359,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--seed", type=int, help="base seed (run i uses seed + i); random if omitted")
     parser.add_argument("--only", type=int, help="run just this one seed")
+    parser.add_argument("--cross", type=float, default=0.25,
+                        help="share of runs recovered by a different command first (default 0.25)")
     parser.add_argument("--keep", type=Path, help="copy the stores of failed runs here")
     parser.add_argument("--dir", type=Path, help="parent directory for the temporary stores")
     options = parser.parse_args()
@@ -320,13 +375,15 @@ def main() -> int:
     for index, seed in enumerate(seeds):
         work = Path(tempfile.mkdtemp(prefix=f"crash-{seed}-", dir=options.dir))
         t0 = time.monotonic()
-        desc = "?"
+        trace = Trace()
         try:
-            desc = one_run(seed, work)
+            one_run(seed, work, options.cross, trace)
+            desc = trace.text
             kinds[desc.split("(")[0].split("+")[0].split(" ")[0]] += 1
             print(f"[{index + 1:4}] seed {seed:8}  ok    {time.monotonic() - t0:5.2f}s  {desc}", flush=True)
-        except Exception as error:  # noqa: BLE001 - every failure is reported with its seed
+        except Exception as error:
             detail = str(error) if isinstance(error, Failure) else traceback.format_exc()
+            desc = trace.text
             failures.append((seed, desc, detail))
             print(f"[{index + 1:4}] seed {seed:8}  FAIL  {time.monotonic() - t0:5.2f}s  {desc}\n"
                   + "".join(f"        {line}\n" for line in detail.splitlines()), flush=True)

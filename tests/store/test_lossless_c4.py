@@ -403,6 +403,17 @@ class TestNestedArchive:
         append(after, NESTED_ADOPTED, "- edited\n")
         assert fails(c4(before, after)) == [f"legacy archive file changed: {NESTED_ADOPTED}"]
 
+    def test_adopted_with_recall_count_drift_passes_with_a_note(self, tmp_path: Path) -> None:
+        def setup(b: StoreBuilder) -> None:
+            b.write(NESTED, "---\nrecall_count: 1\n---\n# Old craft notes\n")
+
+        before, after = make_pair(tmp_path, setup)
+        move(after, NESTED, NESTED_ADOPTED)
+        edit(after, NESTED_ADOPTED, "recall_count: 1\n", "recall_count: 2\n")
+        found = c4(before, after)
+        assert fails(found) == []
+        assert notes(found) == [f"recall_count drift only (tolerated): {NESTED_ADOPTED}"]
+
     def test_adopted_with_crlf_conversion_is_a_change(self, tmp_path: Path) -> None:
         before, after = make_pair(tmp_path, with_nested)
         move(after, NESTED, NESTED_ADOPTED)
@@ -672,6 +683,13 @@ class TestSpineHooks:
         gc_archive(after, "projects/kestrel.md", "2026-11-30T10:00:00Z", KESTREL_ENTRY)
         edit(after, "SPINE.md", KESTREL_ENTRY + "\n", "")
         assert KESTREL_HOOK in text(after, "archive/LEDGER.md")
+        assert fails(c4(before, after)) == [f"SPINE hook lost: {KESTREL_HOOK[:70]}"]
+
+    def test_hook_only_under_data_is_lost(self, tmp_path: Path) -> None:
+        before, after = make_pair(tmp_path)
+        edit(after, "SPINE.md", KESTREL_ENTRY, SHORT_KESTREL)
+        after.write("data/migration/20261130T120000Z/PLAN.md", f"- [x] cut entry: {KESTREL_HOOK}\n")
+        after.write("local/kestrel.md", f"{KESTREL_HOOK}\n")
         assert fails(c4(before, after)) == [f"SPINE hook lost: {KESTREL_HOOK[:70]}"]
 
     def test_hook_in_the_rebuilt_catalog_of_an_archived_file_passes(self, tmp_path: Path) -> None:
