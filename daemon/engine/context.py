@@ -21,8 +21,18 @@ from .lock import StoreLock
 BUDGET_CODES = frozenset({"spine-lines", "spine-bytes", "entry-bytes", "file-lines", "file-bytes"})
 
 
-def _budget_key(finding: Finding) -> tuple[str, str]:
-    return (finding.code, finding.message if finding.code == "entry-bytes" else finding.path)
+def _budget_keys(snapshot: Snapshot, found: list[Finding], caps: Caps) -> list[tuple[str, str]]:
+    """A key per finding that survives the pass's own edits: an over-cap entry is known by its
+    hook (removing a pointer from a merged line changes the line, not the hook)."""
+    over = [e.hook for e in (snapshot.spine.entries if snapshot.spine else []) if e.byte_len > caps.entry_max_bytes]
+    hooks = iter(over)
+    keys = []
+    for finding in found:
+        if finding.code == "entry-bytes":
+            keys.append((finding.code, next(hooks, finding.message)))
+        else:
+            keys.append((finding.code, finding.path))
+    return keys
 
 
 @dataclass
@@ -39,7 +49,9 @@ class PassContext:
         """Remember the budget breaches the store has before the pass writes anything."""
         snapshot = take_snapshot(self.root)
         found = check_c1(snapshot, self.caps) + check_c3(snapshot, self.caps)
-        self.baseline_budget = {_budget_key(f) for f in found if f.code in BUDGET_CODES}
+        self.baseline_budget = {
+            key for key, f in zip(_budget_keys(snapshot, found, self.caps), found) if f.code in BUDGET_CODES
+        }
 
     def now(self) -> datetime:
         return self.clock()
@@ -59,5 +71,7 @@ class PassContext:
         if before is not None:
             found += check_c4(before, after)
         failing = [f for f in found if f.severity == "fail"]
-        self.still_over_budget = [f for f in failing if _budget_key(f) in self.baseline_budget]
-        return [f for f in failing if _budget_key(f) not in self.baseline_budget]
+        keys = _budget_keys(after, failing, self.caps)
+        known = [key in self.baseline_budget and f.code in BUDGET_CODES for key, f in zip(keys, failing)]
+        self.still_over_budget = [f for f, old in zip(failing, known) if old]
+        return [f for f, old in zip(failing, known) if not old]
