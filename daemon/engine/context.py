@@ -50,7 +50,7 @@ class PassContext:
         snapshot = take_snapshot(self.root)
         found = check_c1(snapshot, self.caps) + check_c3(snapshot, self.caps)
         self.baseline_budget = {
-            key for key, f in zip(_budget_keys(snapshot, found, self.caps), found) if f.code in BUDGET_CODES
+            key for key, f in zip(_budget_keys(snapshot, found, self.caps), found, strict=True) if f.code in BUDGET_CODES
         }
 
     def now(self) -> datetime:
@@ -72,6 +72,6 @@ class PassContext:
             found += check_c4(before, after)
         failing = [f for f in found if f.severity == "fail"]
         keys = _budget_keys(after, failing, self.caps)
-        known = [key in self.baseline_budget and f.code in BUDGET_CODES for key, f in zip(keys, failing)]
-        self.still_over_budget = [f for f, old in zip(failing, known) if old]
-        return [f for f, old in zip(failing, known) if not old]
+        known = [key in self.baseline_budget and f.code in BUDGET_CODES for key, f in zip(keys, failing, strict=True)]
+        self.still_over_budget = [f for f, old in zip(failing, known, strict=True) if old]
+        return [f for f, old in zip(failing, known, strict=True) if not old]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from ..store.text import sha256_hex, sha256_norm_hex
 from .context import PassContext
 from .crash import crashpoint
 from .journal import Manifest, ManifestMove, all_manifests, load_manifest, new_manifest, unfinished_manifests
-from .plan import GcPlan, Move
+from .plan import GcPlan
 
 
 class GcRefused(DistilldError):
@@ -267,7 +268,9 @@ def revert_gc(ctx: PassContext, manifest: Manifest) -> GcOutcome:
             if archived_sha is None or source.exists():
                 raise RecoveryStopped(f"cannot revert {move.source}: expected it in {move.target} only")
             modified = archived_sha != move.sha256 and sha256_norm_hex(target.read_bytes()) != move.sha256_norm
-            append_ledger(ctx, lambda stamp: restore_event(stamp, move.source, reason, archived_sha, modified))
+            line = partial(restore_event, tier_path=move.source, reason=reason, sha256=archived_sha,
+                           modified=modified)
+            append_ledger(ctx, line)
             crashpoint("ledger-appended")
         if target.exists() and not source.exists():
             fs.move_exact(target, source)
