@@ -43,7 +43,11 @@ def _emit(text: str, as_json: bool = False) -> None:
     """Write to stdout as bytes: file text reaches the terminal as the bytes it was (invalid
     UTF-8 included); in JSON a stray byte becomes a ``\\udcXX`` escape, which stays valid JSON."""
     data = text.encode("utf-8", "backslashreplace" if as_json else "surrogateescape")
-    stream = click.get_binary_stream("stdout")
+    sys.stdout.flush()
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is None:  # a text-only stdout (some embedders): the closest text it can take
+        sys.stdout.write(data.decode("utf-8", "replace"))
+        return
     stream.write(data)
     stream.flush()
 
