@@ -19,6 +19,7 @@ from ..store.local import lifecycle_enabled
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.stamps import format_utc
 from .passes import locked_pass
+from .report import self_check_lines
 
 
 @dataclass
@@ -108,17 +109,8 @@ def _render_outcome(title: str, outcome: GcOutcome) -> list[str]:
     out += [f"    recovered {p}" for p in outcome.recovered]
     out += [f"    move never completed, recorded as restored: {p}" for p in outcome.abandoned]
     out += [f"    restored {p}" for p in outcome.reverted]
-    if outcome.self_check:
-        out.append("self-check FAILED:")
-        out += [f"    - [{f.group}] {f.message}" for f in outcome.self_check]
-    if outcome.still_over_budget:
-        out.append(f"still over budget from before this pass ({len(outcome.still_over_budget)}; "
-                   "compaction, not gc or restore, brings these down):")
-        out += [f"    - [{f.group}] {f.message}" for f in outcome.still_over_budget[:10]]
-        if len(outcome.still_over_budget) > 10:
-            out.append(f"    … and {len(outcome.still_over_budget) - 10} more (distilld budget lists them)")
-    else:
-        out.append("self-check passed (C1-C3" + (", C4 against the store before the pass)" if outcome.moved else ")"))
+    checked = "C1-C3, C4 against the store before the pass" if outcome.moved else "C1-C3"
+    out += self_check_lines(outcome.self_check, outcome.still_over_budget, checked)
     return out
 
 

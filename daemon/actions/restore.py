@@ -14,6 +14,7 @@ from ..policy import Policy
 from ..store.paths import strip_archive
 from ..store.snapshot import take_snapshot
 from .passes import locked_pass
+from .report import self_check_lines
 
 
 def run_restore(store: Path, path: str, policy: Policy, clock: Callable[[], datetime],
@@ -32,17 +33,7 @@ def run_restore(store: Path, path: str, policy: Policy, clock: Callable[[], date
 def render_text(outcome: RestoreOutcome) -> str:
     out = [f"restored {p}" for p in outcome.restored]
     out += [f"note: {n}" for n in outcome.notes]
-    if outcome.self_check:
-        out.append("self-check FAILED:")
-        out += [f"    - [{f.group}] {f.message}" for f in outcome.self_check]
-    if outcome.still_over_budget:
-        out.append(f"still over budget from before this pass ({len(outcome.still_over_budget)}; "
-                   "compaction, not gc or restore, brings these down):")
-        out += [f"    - [{f.group}] {f.message}" for f in outcome.still_over_budget[:10]]
-        if len(outcome.still_over_budget) > 10:
-            out.append(f"    … and {len(outcome.still_over_budget) - 10} more (distilld budget lists them)")
-    else:
-        out.append("self-check passed (C1-C3)")
+    out += self_check_lines(outcome.self_check, outcome.still_over_budget, "C1-C3")
     return "\n".join(out) + "\n"
 
 

@@ -22,7 +22,7 @@ from ..store.local import GC_LOG, pending_migrations
 from ..store.paths import LEDGER, SPINE, Layout, archived_path, contained
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.hooks import entry_within_cap
-from ..store.spine import Spine, add_entry, find_entry, remove_pointer
+from ..store.spine import Spine, add_entry, find_entry, remove_pointer, room_problem
 from ..store.tierfile import INDEX_DETAIL, append_index_detail
 from ..store.text import sha256_hex, sha256_norm_hex
 from .context import PassContext
@@ -251,6 +251,7 @@ def revert_gc(ctx: PassContext, manifest: Manifest) -> GcOutcome:
     outcome = GcOutcome(manifest.path)
     reason = f"revert {manifest.name}"
     if not manifest.reverting:
+        _check_room_for_revert(ctx, manifest)
         manifest.reverting = True
         manifest.save()
     for move in reversed(manifest.moves):
@@ -290,13 +291,27 @@ def revert_gc(ctx: PassContext, manifest: Manifest) -> GcOutcome:
     return outcome
 
 
+def _entry_for(ctx: PassContext, move: ManifestMove) -> tuple[str, str]:
+    return entry_within_cap(move.spine_entry, move.source, False, ctx.caps.entry_max_bytes,
+                            ctx.entry_target_bytes)
+
+
+def _check_room_for_revert(ctx: PassContext, manifest: Manifest) -> None:
+    """A revert re-adds SPINE entries within the caps, or does not start (D1)."""
+    pending = [m for m in reversed(manifest.moves) if m.done and not (m.abandoned or m.reverted) and m.spine_entry]
+    spine = Spine((ctx.root / SPINE).read_bytes())
+    problem = room_problem(spine, [(_entry_for(ctx, m)[0], m.source) for m in pending],
+                           ctx.caps.spine_max_lines, ctx.caps.spine_max_bytes)
+    if problem:
+        raise GcRefused(f"cannot revert {manifest.name}: {problem}. Nothing was changed.")
+
+
 def _readd_spine_entry(ctx: PassContext, move: ManifestMove) -> None:
     spine_path = ctx.root / SPINE
     spine = Spine(spine_path.read_bytes())
     if find_entry(spine, move.source) is not None or not move.spine_entry:
         return
-    entry, detail = entry_within_cap(move.spine_entry, move.source, False,
-                                     ctx.caps.entry_max_bytes, ctx.entry_target_bytes)
+    entry, detail = _entry_for(ctx, move)
     if detail:  # the saved entry is over the cap: a short entry, and the whole hook kept in the file
         source = ctx.root / move.source
         today = ctx.now().date().isoformat()

@@ -135,6 +135,7 @@ def _family_verdict(snapshot: Snapshot, family: tuple[str, ...], today: date, de
     head = family[0]
     together = f" (its split family {', '.join(family)} moves together or not at all)" if len(family) > 1 else ""
     seen: dict[str, tuple[str, int, int]] = {}
+    recent: list[str] = []
     for member in family:
         file = snapshot.knowledge(member)
         who = "it" if member == head else member
@@ -155,8 +156,13 @@ def _family_verdict(snapshot: Snapshot, family: tuple[str, ...], today: date, de
         if state is None:
             return Skip(head, "ineligible", f"{who} has no activity stamp (unknown, not inactive){together}")
         if not state.stale:
-            return Skip(head, "recent", f"{member} active {state.age_days} days ago")
+            recent.append(f"{who} was active {state.age_days} days ago (threshold {state.threshold_days})")
+            continue
         seen[member] = (state.stamp, state.age_days, state.threshold_days)
+    if recent and not seen:
+        return Skip(head, "recent", recent[0])  # nothing is stale: not a candidate, not reported
+    if recent:
+        return Skip(head, "ineligible", f"{'; '.join(recent)}{together}")
     return seen
 
 

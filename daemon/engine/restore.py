@@ -27,7 +27,7 @@ from ..store.paths import (
     strip_archive,
 )
 from ..store.snapshot import Snapshot, take_snapshot
-from ..store.spine import Spine, add_entry, find_entry
+from ..store.spine import Spine, add_entry, find_entry, room_problem
 from ..store.text import byte_len, decode, encode, unescape_free_text
 from ..store.tierfile import INDEX_DETAIL, append_index_detail, set_frontmatter
 from .context import PassContext
@@ -163,14 +163,9 @@ def _check_spine_room(snapshot: Snapshot, members: list[RestoreMember], max_line
     spine = snapshot.spine
     if spine is None:
         raise RestoreRefused(f"{snapshot.root}/SPINE.md is missing; nothing restored")
-    added_lines = sum(1 for m in members if m.spine_entry)
-    added_bytes = sum(byte_len(m.spine_entry) + 1 for m in members if m.spine_entry)
-    if spine.line_count + added_lines > max_lines or spine.size + added_bytes > max_bytes:
-        raise RestoreRefused(
-            f"SPINE.md has no room for {added_lines} more entr{'y' if added_lines == 1 else 'ies'} "
-            f"({spine.line_count} lines, {spine.size} bytes; caps {max_lines} and {max_bytes}); "
-            "compact the SPINE first. Nothing restored."
-        )
+    problem = room_problem(spine, [(m.spine_entry, m.path) for m in members], max_lines, max_bytes)
+    if problem:
+        raise RestoreRefused(f"{problem}. Nothing restored.")
 
 
 # -- carrying it out --------------------------------------------------------------------------

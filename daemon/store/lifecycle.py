@@ -41,7 +41,7 @@ def activity(file: KnowledgeFile, today: date, default_days: int) -> Activity | 
 
 def exemption(file: KnowledgeFile) -> str | None:
     """Why the lifecycle must never move this file, or None."""
-    if file.pinned:
+    if file.looks_pinned:
         return "pinned (lifecycle: pinned)"
     if file.has_non_negotiable:
         return "carries [NON-NEGOTIABLE] (treated as pinned)"

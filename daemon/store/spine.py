@@ -256,6 +256,27 @@ def add_entry(spine: Spine, entry_line: str, path: str) -> str:
     return "".join(raw_lines)
 
 
+def with_entries(spine: Spine, additions: list[tuple[str, str]]) -> Spine:
+    """The SPINE as it will be once each (entry, path) is re-added with ``add_entry``: the only
+    exact way to know whether there is room (headings, line endings and all)."""
+    current = spine
+    for entry, path in additions:
+        if entry and find_entry(current, path) is None:
+            current = Spine(encode(add_entry(current, entry, path)))
+    return current
+
+
+def room_problem(spine: Spine, additions: list[tuple[str, str]], max_lines: int, max_bytes: int) -> str | None:
+    """Why these entries do not fit within the SPINE caps, or None when they do."""
+    after = with_entries(spine, additions)
+    if after.line_count <= max_lines and after.size <= max_bytes:
+        return None
+    count = sum(1 for entry, _ in additions if entry)
+    return (f"SPINE.md has no room for {count} more entr{'y' if count == 1 else 'ies'}: it would have "
+            f"{after.line_count} lines and {after.size} bytes (caps {max_lines} and {max_bytes}); "
+            "compact the SPINE first")
+
+
 class SpineEditor:
     """Pointer removals on a parsed SPINE, without re-parsing it after each one.
 

@@ -78,16 +78,17 @@ def parse_inline_list(value: str) -> list[str] | None:
     return [item for item in items if item]
 
 
-def select_protected_lines(lines: list[str]) -> list[str]:
-    """Lines that belong to a marked heading section, a marked bullet block, or carry a marker.
+def protected_line_indexes(lines: list[str]) -> list[int]:
+    """Indexes of the lines that belong to a marked heading section, a marked bullet block, or
+    carry a marker.
 
     A marked heading's section runs to the next heading of equal or higher level; a marked
     ``- `` bullet travels with its indented continuation lines (STORE-FORMAT.md 1.4, 3.5 item 9).
     """
-    selected: list[str] = []
+    selected: list[int] = []
     section_level = 0
     in_block = False
-    for line in lines:
+    for index, line in enumerate(lines):
         heading = HEADING_RE.match(line)
         if heading:
             level = len(heading.group(1))
@@ -96,27 +97,33 @@ def select_protected_lines(lines: list[str]) -> list[str]:
             if MARKER_RE.search(line):
                 section_level = level
                 in_block = False
-                selected.append(line)
+                selected.append(index)
                 continue
         if section_level:
-            selected.append(line)
+            selected.append(index)
             continue
         if line.startswith("- ") and MARKER_RE.search(line):
             in_block = True
-            selected.append(line)
+            selected.append(index)
             continue
         if in_block and CONTINUATION_RE.match(line):
-            selected.append(line)
+            selected.append(index)
             continue
         in_block = False
         if MARKER_RE.search(line):
-            selected.append(line)
+            selected.append(index)
     return selected
+
+
+def select_protected_lines(lines: list[str]) -> list[str]:
+    """The protected and marker lines themselves (see ``protected_line_indexes``)."""
+    return [lines[index] for index in protected_line_indexes(lines)]
 
 
 FENCE_LINE_RE = re.compile(r"^---$", re.MULTILINE)
 FIRST_HEADING_RE = re.compile(r"^#[^\n]*", re.MULTILINE)
 DASH_LINE_RE = re.compile(r"^- ", re.MULTILINE)
+PINNED_LINE_RE = re.compile(r"^lifecycle: pinned", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,7 @@ class _Facts:
     non_negotiable: bool
     directives: int
     dash_lines: int
+    pinned_line: bool  # some line starts "lifecycle: pinned": what the lossless check protects
 
 
 def _read_facts(text: str) -> _Facts:
@@ -157,6 +165,7 @@ def _read_facts(text: str) -> _Facts:
         non_negotiable=NON_NEGOTIABLE_RE.search(text) is not None,
         directives=len(DIRECTIVE_RE.findall(text)),
         dash_lines=len(DASH_LINE_RE.findall(flat)),
+        pinned_line=PINNED_LINE_RE.search(flat) is not None,
     )
 
 
@@ -212,7 +221,14 @@ class KnowledgeFile:
 
     @property
     def pinned(self) -> bool:
+        """Pinned as the catalog and C2 read it: the frontmatter value is exactly ``pinned``."""
         return self.fm("lifecycle") == "pinned"
+
+    @property
+    def looks_pinned(self) -> bool:
+        """Pinned by any reading (a trailing blank, or a ``lifecycle: pinned`` line anywhere):
+        the lifecycle never moves such a file, since C4 would count the move as a loss."""
+        return self.pinned or self._facts.pinned_line
 
     @property
     def oversize_reason(self) -> str | None:
