@@ -36,9 +36,9 @@ CATALOG_CODES = frozenset({
     "archived-row-no-from", "archived-row-no-hook",
 })
 SEED_CATALOG = "# stale hand-written catalog\n"
-EXAMPLES = settings(max_examples=40, deadline=None, database=None,
+EXAMPLES = settings(max_examples=80, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-FUZZ = settings(max_examples=150, deadline=None, database=None,
+FUZZ = settings(max_examples=250, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -280,7 +280,7 @@ STORE_FILES = ("SPINE.md", "CATALOG.md", "archive/LEDGER.md", "craft/a.md", "ops
                "evidence/craft/a.md", "evidence/ops/b.md", "local/SPINE.md", "craft/archive/n.md")
 
 
-@settings(max_examples=50, deadline=None, database=None,
+@settings(max_examples=80, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(contents=st.fixed_dictionaries({}, optional={name: RAW for name in STORE_FILES}), now=CLOCK)
 def test_whole_store_of_random_bytes_never_crashes(contents: dict[str, bytes], now: datetime) -> None:
