@@ -6,7 +6,6 @@ the file and what to do).
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,12 +21,14 @@ from .actions import gc as gc_action
 from .actions import restore as restore_action
 from .errors import DistilldError
 from .policy import Policy, load_policy
-
-DEFAULT_STORE = "~/.aura-distill"
+from .settings import DEFAULT_STORE  # noqa: F401  (the settings own the default store)
 
 
 def default_store() -> str:
-    return os.environ.get("DISTILLD_STORE") or DEFAULT_STORE
+    """The settings decide: $DISTILLD_STORE, else the config file's store, else ~/.aura-distill."""
+    from .settings import default_store as settings_default_store
+
+    return str(settings_default_store())
 
 
 def _now() -> datetime:
@@ -162,6 +163,303 @@ def restore(ctx: click.Context, path: str, store: Path | None, wait: float, as_j
     outcome = restore_action.run_restore(_store(store), path, _policy(ctx), _now, wait)
     _emit((restore_action.render_json if as_json else restore_action.render_text)(outcome), as_json)
     ctx.exit(0 if outcome.ok else 1)
+
+
+# -- the daemon: run, status, log, config, lifecycle, service, and its control socket ----------
+# Imports stay inside the commands: `distilld check` should not pay for watchdog or apscheduler.
+
+config_option = click.option(
+    "--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+    help="Settings file (TOML). Default: $DISTILLD_CONFIG, else config.toml in your config folder "
+         "(`distilld config path`).")
+store_option = click.option(
+    "--store", type=click.Path(path_type=Path, file_okay=False),
+    help="The store's folder. Default: the settings' store ($DISTILLD_STORE, the config file), "
+         "else ~/.aura-distill.")
+
+
+def _daemon_settings(ctx: click.Context, store: Path | None, config_path: Path | None) -> tuple[Any, dict[str, Any]]:
+    """Settings with the command line on top: --store here, --policy on the group."""
+    from .settings import load_settings
+
+    overrides: dict[str, Any] = {}
+    if store is not None:
+        overrides["store"] = str(store.expanduser().absolute())
+    policy_path = (ctx.obj or {}).get("policy_path")
+    if policy_path is not None:
+        overrides["policy"] = str(Path(policy_path).expanduser().absolute())
+    return load_settings(config_path, overrides), overrides
+
+
+def _instance(settings: Any) -> Any:
+    from .settings import InstancePaths
+
+    return InstancePaths.for_store(settings.store)
+
+
+@cli.command()
+@store_option
+@click.option("--once", is_flag=True,
+              help="Run one full cycle (catalog, checks, commit, sync, compaction, lifecycle) and exit: "
+                   "for tests, and for running from cron. Exit 1 if a pass failed.")
+@config_option
+@click.pass_context
+def run(ctx: click.Context, store: Path | None, once: bool, config_path: Path | None) -> None:
+    """Follow the store in the foreground (what the service runs).
+
+    Once the store is quiet and no distiller holds its lock, the catalog is rebuilt if stale,
+    the invariants checked and the agents' changes committed (and pushed when a remote is
+    set); compaction, lifecycle, sync and a full rescan run on their schedules. One daemon
+    per store. SIGTERM finishes the current step and exits 0; SIGHUP reloads the settings.
+    Invalid settings exit 78.
+    """
+    from .runtime.daemon import run_daemon
+
+    settings, overrides = _daemon_settings(ctx, store, config_path)
+    ctx.exit(run_daemon(settings, config=config_path, overrides=overrides, once=once))
+
+
+@cli.command()
+@store_option
+@config_option
+@click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
+@click.pass_context
+def status(ctx: click.Context, store: Path | None, config_path: Path | None, as_json: bool) -> None:
+    """Show what the daemon is doing and waiting for, the last result of each pass, budgets and
+    their margins, the lock, git, the service, and what is stuck. Exit 0 if it runs, 3 if not."""
+    from .actions import status as status_action
+    from .log import read_json
+    from .runtime.instance import running_pid
+    from .runtime.service import render_state, service_state
+
+    settings, _ = _daemon_settings(ctx, store, config_path)
+    paths = _instance(settings)
+    service = service_state()
+    service_info = {**service.to_dict(), "line": render_state(service)}
+    view = status_action.build_view(
+        settings.store, read_json(paths.status_file), running_pid(paths.instance_lock), service_info,
+        {"status_file": str(paths.status_file), "activity_log": str(paths.activity_log),
+         "json_log": str(paths.json_log)})
+    _emit((status_action.render_json if as_json else status_action.render_text)(view), as_json)
+    ctx.exit(0 if view.running else 3)
+
+
+@cli.command(name="log")
+@store_option
+@config_option
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines as they come (Ctrl-C stops).")
+@click.option("-n", "--lines", "count", type=click.IntRange(min=0), default=20, show_default=True,
+              help="How many of the last lines to show first.")
+@click.pass_context
+def log_command(ctx: click.Context, store: Path | None, config_path: Path | None, follow: bool,
+                count: int) -> None:
+    """Show the activity log: one plain line per thing the daemon did or waited for."""
+    from .log import follow_lines, tail_lines
+
+    settings, _ = _daemon_settings(ctx, store, config_path)
+    path = _instance(settings).activity_log
+    lines = tail_lines(path, count)
+    if not lines and not follow and not path.exists():
+        click.echo(f"no activity yet ({path} does not exist; `distilld run` starts the daemon)", err=True)
+    for line in lines:
+        _emit(line + "\n")
+    if follow:
+        try:
+            for line in follow_lines(path):
+                _emit(line + "\n")
+        except KeyboardInterrupt:
+            pass
+
+
+@cli.group()
+def config() -> None:
+    """Show, check or locate the machine-local settings (never kept in the store)."""
+
+
+@config.command("show")
+@config_option
+@click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
+def config_show(config_path: Path | None, as_json: bool) -> None:
+    """Print the effective settings: defaults, the config file, DISTILLD_* variables, combined."""
+    import json as json_module
+
+    from .settings import config_file, load_settings, render_toml
+
+    settings = load_settings(config_path)
+    if as_json:
+        _emit(json_module.dumps(settings.model_dump(mode="json"), indent=2) + "\n", True)
+    else:
+        _emit(f"# effective settings (config file: {config_file(config_path)})\n" + render_toml(settings))
+
+
+@config.command("check")
+@config_option
+def config_check(config_path: Path | None) -> None:
+    """Validate the settings; a problem is one line naming the key, and exit 78."""
+    from .settings import config_file, load_settings
+
+    settings = load_settings(config_path)
+    path = config_file(config_path)
+    source = str(path) if path.exists() else f"{path} (absent: defaults and environment only)"
+    _emit(f"settings OK: {source}; store {settings.store}\n")
+
+
+@config.command("path")
+@config_option
+def config_path_command(config_path: Path | None) -> None:
+    """Print where the config file is (it need not exist)."""
+    from .settings import config_file
+
+    _emit(f"{config_file(config_path)}\n")
+
+
+@cli.group()
+def lifecycle() -> None:
+    """Allow, stop or show scheduled archiving on this machine (the store's local .lifecycle)."""
+
+
+def _lifecycle_store(ctx: click.Context, store: Path | None) -> Path:
+    return store.expanduser() if store is not None else Path(default_store())
+
+
+@lifecycle.command("enable")
+@store_option
+@click.pass_context
+def lifecycle_enable(ctx: click.Context, store: Path | None) -> None:
+    """Let the daemon's scheduled pass move stale project files to the archive."""
+    from .actions import lifecycle as lifecycle_action
+
+    _emit(lifecycle_action.render_text(lifecycle_action.set_lifecycle(_lifecycle_store(ctx, store), True)))
+
+
+@lifecycle.command("disable")
+@store_option
+@click.pass_context
+def lifecycle_disable(ctx: click.Context, store: Path | None) -> None:
+    """Stop scheduled archiving on this machine (`distilld gc --apply` still works when asked)."""
+    from .actions import lifecycle as lifecycle_action
+
+    _emit(lifecycle_action.render_text(lifecycle_action.set_lifecycle(_lifecycle_store(ctx, store), False)))
+
+
+@lifecycle.command("status")
+@store_option
+@click.pass_context
+def lifecycle_status_command(ctx: click.Context, store: Path | None) -> None:
+    """Say whether scheduled archiving is enabled for the store on this machine."""
+    from .actions import lifecycle as lifecycle_action
+
+    _emit(lifecycle_action.render_text(lifecycle_action.lifecycle_status(_lifecycle_store(ctx, store))))
+
+
+manager_option = click.option(
+    "--systemd/--launchd", "use_systemd", default=None,
+    help="Which service manager (default: launchd on macOS, systemd elsewhere).")
+
+
+def _manager(use_systemd: bool | None) -> Any:
+    from .runtime.service import default_manager
+
+    if use_systemd is None:
+        return default_manager()
+    return "systemd" if use_systemd else "launchd"
+
+
+@cli.group()
+def service() -> None:
+    """Install, remove, inspect or print the user service that runs `distilld run`."""
+
+
+@service.command("install")
+@manager_option
+@store_option
+@config_option
+@click.option("--start", is_flag=True, help="Also enable and start it now (otherwise nothing is started).")
+def service_install(use_systemd: bool | None, store: Path | None, config_path: Path | None, start: bool) -> None:
+    """Write the unit (systemd) or agent (launchd) for this Python, verify it and reload the
+    manager. --store and --config are written into the command it runs."""
+    from .runtime.service import install, run_arguments
+
+    report = install(_manager(use_systemd), run_arguments(store, config_path), start)
+    _emit("\n".join(report.lines) + "\n")
+    if not report.ok:
+        raise click.exceptions.Exit(1)
+
+
+@service.command("uninstall")
+@manager_option
+def service_uninstall(use_systemd: bool | None) -> None:
+    """Stop and disable the service if it runs, and remove its file."""
+    from .runtime.service import uninstall
+
+    report = uninstall(_manager(use_systemd))
+    _emit("\n".join(report.lines) + "\n")
+
+
+@service.command("status")
+@manager_option
+def service_status(use_systemd: bool | None) -> None:
+    """Say whether the service is installed, current, enabled and running. Exit 3 if not installed."""
+    from .runtime.service import render_state, service_state
+
+    state = service_state(_manager(use_systemd))
+    _emit(render_state(state) + "\n")
+    if not state.installed:
+        raise click.exceptions.Exit(3)
+
+
+@service.command("print")
+@manager_option
+@store_option
+@config_option
+def service_print(use_systemd: bool | None, store: Path | None, config_path: Path | None) -> None:
+    """Print the unit or plist that `service install` would write (for packagers; writes nothing)."""
+    from .runtime.service import render, run_arguments
+
+    _emit(render(_manager(use_systemd), run_arguments(store, config_path)))
+
+
+def _control(ctx: click.Context, store: Path | None, config_path: Path | None, request: dict[str, Any]) -> dict[str, Any]:
+    from .runtime.control import send
+
+    settings, _ = _daemon_settings(ctx, store, config_path)
+    reply = send(_instance(settings).control_socket, request)
+    if not reply.get("ok"):
+        raise click.ClickException(str(reply.get("error") or "the daemon refused the request"))
+    return reply
+
+
+@cli.command("run-now")
+@click.argument("job", required=False,
+                type=click.Choice(["follow", "sync", "compaction", "lifecycle", "reconcile"]))
+@store_option
+@config_option
+@click.pass_context
+def run_now(ctx: click.Context, job: str | None, store: Path | None, config_path: Path | None) -> None:
+    """Ask the running daemon to run JOB now (default: follow, sync, compaction and lifecycle)."""
+    reply = _control(ctx, store, config_path, {"cmd": "run-now", "job": job})
+    note = " (the daemon is paused: they run after `distilld resume`)" if reply.get("paused") else ""
+    _emit(f"requested: {', '.join(reply.get('requested', []))}{note}\n")
+
+
+@cli.command()
+@store_option
+@config_option
+@click.pass_context
+def pause(ctx: click.Context, store: Path | None, config_path: Path | None) -> None:
+    """Pause the running daemon: no pass starts (changes are still followed) until `resume`."""
+    _control(ctx, store, config_path, {"cmd": "pause"})
+    _emit("paused\n")
+
+
+@cli.command()
+@store_option
+@config_option
+@click.pass_context
+def resume(ctx: click.Context, store: Path | None, config_path: Path | None) -> None:
+    """Resume a paused daemon; it catches up on what changed meanwhile."""
+    _control(ctx, store, config_path, {"cmd": "resume"})
+    _emit("resumed\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,3 +52,22 @@ class LockIOError(LockError):
     """The lock files could not be read or written; treat the lock as lost."""
 
     exit_code = 4
+
+
+class ConfigError(DistilldError):
+    """The machine-local settings are invalid. 78 is EX_CONFIG: the service manager does not
+    restart a daemon that exits with it (RestartPreventExitStatus=78)."""
+
+    exit_code = 78
+
+
+class AlreadyRunning(DistilldError):
+    """Another distilld process already follows this store (its instance lock is held)."""
+
+    exit_code = 1
+
+
+class NotRunning(DistilldError):
+    """No distilld process follows this store; 3 is the LSB code for "not running"."""
+
+    exit_code = 3

@@ -1,0 +1,67 @@
+"""The pass that follows the agents' changes once the store is quiet: the catalog rebuilt if it
+is stale, the invariants checked, the budgets measured. (Committing and pushing the changes is
+the git layer's job; the daemon runs it right after this pass.)
+
+Reading needs no lock. Writing CATALOG.md does: the pass takes `.lock` only when the catalog
+is stale, re-reads the store under it, and never waits for a distiller (the daemon does the
+waiting, so that it can say for whom it waits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from ..engine.lock import AcquireKind, AcquireResult, StoreLock, default_owner
+from ..errors import LockLost
+from ..policy import Policy
+from ..store.budget import BudgetReport, measure_budget
+from ..store.findings import Finding
+from ..store.invariants import check_store
+from ..store.paths import Layout
+from ..store.snapshot import take_snapshot
+from .budget import limits_from
+from .catalog import stale_reasons, write_catalog
+
+
+@dataclass
+class FollowReport:
+    store: Path
+    layout: Layout
+    catalog_reasons: list[str] = field(default_factory=list)  # why the catalog was stale
+    catalog_written: bool = False
+    takeover: AcquireResult | None = None  # a stale lock taken over to write the catalog
+    failures: list[Finding] = field(default_factory=list)  # C1-C3 findings that fail
+    budget: BudgetReport | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
+               owner: str | None = None) -> FollowReport:
+    """Raises LockHeld when the catalog needs rebuilding and a distiller holds a fresh lock."""
+    snapshot = take_snapshot(store)
+    report = FollowReport(snapshot.root, snapshot.layout)
+    if snapshot.layout is not Layout.UNMIGRATED:
+        reasons = stale_reasons(snapshot)
+        if reasons:
+            report.catalog_reasons = reasons
+            lock = StoreLock.from_policy(snapshot.root, owner or default_owner(), policy.lock)
+            acquired = lock.acquire(0)
+            if acquired.kind is AcquireKind.TOOK_OVER:
+                report.takeover = acquired
+            try:
+                report.catalog_written = write_catalog(snapshot.root, clock()).written
+            finally:
+                try:
+                    lock.release()
+                except LockLost:
+                    pass  # taken over meanwhile; the write above was already complete
+            snapshot = take_snapshot(snapshot.root)
+    report.failures = [f for f in check_store(snapshot, policy.caps) if f.severity == "fail"]
+    report.budget = measure_budget(snapshot, limits_from(policy), clock().date())
+    return report

@@ -1,0 +1,217 @@
+"""`distilld status`: what the daemon is doing, what it last did, and what is stuck.
+
+It reads status.json (written by the daemon, readable while it is down), and is told whether the
+daemon is running (its instance lock is held) and what the service manager says. Nothing here
+asks the daemon anything or writes anything.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+PASS_ORDER = ("follow", "check", "commit", "sync", "compaction", "lifecycle", "reconcile")
+STALE_STATUS_SECONDS = 180  # the daemon rewrites status.json at least every minute
+LONG_WAIT_SECONDS = 900
+UNPUSHED_SECONDS = 3600
+MISSED_RUN_SECONDS = 600
+
+
+@dataclass
+class StatusView:
+    store: Path
+    running: bool
+    pid: int | None
+    data: dict[str, Any] | None
+    service: dict[str, Any] | None
+    files: dict[str, str]
+    stuck: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"store": str(self.store), "running": self.running, "pid": self.pid, "service": self.service,
+                "stuck": self.stuck, "files": self.files, "status": self.data}
+
+
+def _epoch(stamp: Any) -> float | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} days"
+
+
+def find_stuck(data: dict[str, Any] | None, running: bool, service: dict[str, Any] | None,
+               now: float) -> list[str]:
+    """Plain sentences for everything that is not moving as it should."""
+    stuck: list[str] = []
+    if service and service.get("installed") and service.get("enabled") == "enabled" and not running:
+        stuck.append("the service is enabled but distilld is not running "
+                     "(`journalctl --user -u distilld` says why)")
+    if service and service.get("installed") and service.get("current") is False:
+        stuck.append(f"the installed service runs another Python than this one; reinstall it with "
+                     f"`distilld service install`")
+    if not data:
+        return stuck
+    updated = _epoch(data.get("updated_at"))
+    if running and updated is not None and now - updated > STALE_STATUS_SECONDS:
+        stuck.append(f"the daemon has not updated its status for {_duration(now - updated)}: it may be hung")
+    waiting = data.get("waiting") or {}
+    since = _epoch(waiting.get("since"))
+    if running and waiting.get("for") == "lock" and since is not None:
+        waited = now - since + float(waiting.get("age_seconds") or 0)
+        if waited > LONG_WAIT_SECONDS:
+            stuck.append(f"waiting for the store lock held by {waiting.get('owner')} for {_duration(waited)}")
+    if running and waiting.get("for") == "store":
+        stuck.append(f"the store {waiting.get('path')} does not exist")
+    git = data.get("git") or {}
+    if git.get("blocked"):
+        stuck.append(f"sync blocked: {git['blocked']}")
+    last_sync = _epoch((git.get("last_sync") or {}).get("at"))
+    if git.get("ahead") and (last_sync is None or now - last_sync > UNPUSHED_SECONDS):
+        stuck.append(f"{git['ahead']} commit(s) not pushed yet")
+    if git.get("behind"):
+        stuck.append(f"{git['behind']} commit(s) on the remote not pulled yet")
+    if git.get("backoff_until"):
+        stuck.append(f"sync backing off until {git['backoff_until']}")
+    watcher = data.get("watcher") or {}
+    if running and watcher and not watcher.get("alive") and waiting.get("for") != "store":
+        stuck.append("the file watcher is not running (the daemon restarts it; the periodic rescan covers the gap)")
+    pending_for = watcher.get("pending_for_seconds")
+    max_wait = watcher.get("max_wait_seconds") or 30
+    if running and isinstance(pending_for, (int, float)) and pending_for > 2 * max_wait + 10:
+        stuck.append(f"changes have been waiting {_duration(pending_for)} for a pass")
+    for job, record in (data.get("passes") or {}).items():
+        if isinstance(record, dict) and record.get("ok") is False:
+            stuck.append(f"the last {job} pass failed: {record.get('summary')}")
+    if running and not data.get("paused"):
+        for job, when in (data.get("next_runs") or {}).items():
+            due = _epoch(when)
+            if due is not None and now - due > MISSED_RUN_SECONDS:
+                stuck.append(f"{job} was due at {when} and has not run")
+    return stuck
+
+
+def build_view(store: Path, data: dict[str, Any] | None, pid: int | None, service: dict[str, Any] | None,
+               files: dict[str, str], now: float | None = None) -> StatusView:
+    running = pid is not None
+    view = StatusView(store, running, pid if pid and pid > 0 else None, data, service, files)
+    view.stuck = find_stuck(data, running, service, time.time() if now is None else now)
+    return view
+
+
+def _now_line(data: dict[str, Any]) -> str:
+    if data.get("paused"):
+        return "paused (`distilld resume` continues)"
+    current = data.get("current") or {}
+    waiting = data.get("waiting") or {}
+    if waiting.get("for") == "lock":
+        return (f"waiting: lock held by {waiting.get('owner')} for {waiting.get('age_seconds')} s "
+                f"(since {waiting.get('since')}); {waiting.get('job')} runs once it is released")
+    if waiting.get("for") == "store":
+        return f"waiting: no store at {waiting.get('path')} (`distilld init` creates one)"
+    if current:
+        return f"running {current.get('job')} ({current.get('trigger')}) since {current.get('since')}"
+    return str(data.get("state") or "unknown")
+
+
+def _budget_line(budgets: dict[str, Any]) -> str:
+    def cap(name: str, unit: str) -> str:
+        item = budgets.get(name) or {}
+        margin = item.get("margin", 0)
+        left = f"{margin} left" if margin >= 0 else f"{-margin} OVER"
+        return f"{item.get('value')}/{item.get('cap')} {unit} ({left})"
+    return (f"SPINE {cap('spine_lines', 'lines')}, {cap('spine_bytes', 'bytes')}; "
+            f"{budgets.get('entries_over', 0)} entries and {budgets.get('files_over', 0)} files over their caps; "
+            f"{budgets.get('stale_projects', 0)} stale projects; debt {budgets.get('debt', 0)}")
+
+
+def _git_line(git: dict[str, Any]) -> str:
+    if git.get("available") is False:
+        return str(git.get("note") or "git support missing")
+    parts = []
+    if git.get("remote"):
+        parts.append(f"remote {git['remote']}")
+    if git.get("ahead") is not None or git.get("behind") is not None:
+        parts.append(f"{git.get('ahead') or 0} ahead, {git.get('behind') or 0} behind")
+    last = git.get("last_sync") or {}
+    if last:
+        parts.append(f"last sync {last.get('at')}: {last.get('summary')}")
+    if git.get("backoff_until"):
+        parts.append(f"backing off until {git['backoff_until']}")
+    return "; ".join(parts) or "no sync yet"
+
+
+def render_text(view: StatusView) -> str:
+    data = view.data or {}
+    out: list[str] = []
+    if view.running:
+        pid = f" (pid {view.pid})" if view.pid else ""
+        out.append(f"distilld: running{pid}, following {view.store} since {data.get('started_at', '?')}")
+        out.append(f"now: {_now_line(data)}")
+    else:
+        out.append(f"distilld: not running for {view.store}")
+        if data:
+            out.append(f"last seen: {data.get('updated_at')} ({data.get('state')})")
+    if view.service is not None:
+        out.append(str(view.service.get("line")))
+    lock = data.get("lock") or {}
+    if lock:
+        if lock.get("state") == "free":
+            out.append("lock: free")
+        else:
+            out.append(f"lock: {lock.get('state')}, {lock.get('owner')} for {lock.get('age_seconds')} s"
+                       + (" (distilld itself)" if lock.get("ours") else ""))
+    watcher = data.get("watcher") or {}
+    if watcher and view.running:
+        pending = watcher.get("pending_paths") or 0
+        note = f"; {watcher['note']}" if watcher.get("note") else ""
+        out.append(f"watcher: {watcher.get('mode')}, {'alive' if watcher.get('alive') else 'down'}, "
+                   f"{watcher.get('events', 0)} changes seen, last {watcher.get('last_event_at') or 'none yet'}; "
+                   f"{pending} waiting for quiet; {watcher.get('restarts', 0)} restarts{note}")
+    if data.get("budgets"):
+        out.append(f"budgets: {_budget_line(data['budgets'])}")
+    if data.get("git"):
+        out.append(f"git: {_git_line(data['git'])}")
+    if data.get("lifecycle"):
+        out.append(f"lifecycle: {data['lifecycle']} for this store")
+    passes = data.get("passes") or {}
+    if passes:
+        out.append("last passes:")
+        for job in [*PASS_ORDER, *sorted(set(passes) - set(PASS_ORDER))]:
+            record = passes.get(job)
+            if isinstance(record, dict):
+                verdict = "ok    " if record.get("ok") else "FAILED"
+                out.append(f"    {job:<11} {record.get('at')}  {verdict} {record.get('summary')}")
+    runs = {k: v for k, v in (data.get("next_runs") or {}).items() if v}
+    if runs and view.running:
+        out.append("next runs: " + ", ".join(f"{job} {when}" for job, when in sorted(runs.items(), key=lambda i: i[1])))
+    error = data.get("last_error")
+    if error:
+        out.append(f"last error: {error.get('at')} {error.get('job')}: {error.get('message')}")
+    if view.stuck:
+        out.append("stuck:")
+        out += [f"    - {line}" for line in view.stuck]
+    else:
+        out.append("stuck: nothing")
+    out.append(f"activity log: {view.files.get('activity_log')} (`distilld log -f` follows it)")
+    return "\n".join(out) + "\n"
+
+
+def render_json(view: StatusView) -> str:
+    return json.dumps(view.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"

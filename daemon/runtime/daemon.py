@@ -1,0 +1,357 @@
+"""`distilld run`: the wiring of the long-running process.
+
+One process per store (an flock in the runtime folder). Threads: watchdog's observer, the
+debouncer, APScheduler's clock, the one worker that runs every job, and the control socket;
+the main thread only supervises, refreshes status.json, answers systemd's watchdog and handles
+signals (SIGTERM/SIGINT: finish the current step and exit 0; SIGHUP: reload the settings;
+SIGUSR1: run everything now).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from datetime import datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from .. import __version__
+from ..engine.lock import LockStateKind, default_owner
+from ..errors import DistilldError, StoreError
+from ..log import ActivityLog, StatusFile, configure_logging, get_logger, read_json, utc_stamp
+from ..policy import Policy, load_policy
+from ..settings import InstancePaths, Settings, ensure_private_dir, load_settings
+from ..store.local import lifecycle_enabled
+from . import sdnotify
+from .control import ControlServer
+from .instance import InstanceLock
+from .jobs import JobEnv, PassResult, run_job
+from .links import CompactLink, GitLink
+from .scheduler import JOBS, SCHEDULED, Schedule, Worker
+from .watcher import Debouncer, StoreWatcher
+
+log = get_logger("distilld.daemon")
+
+ONCE_JOBS = ("follow", "sync", "compaction", "lifecycle")
+RUN_NOW_JOBS = ("follow", "sync", "compaction", "lifecycle")
+TICK_SECONDS = 5.0
+
+
+def _parse_stamp(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+class Daemon:
+    def __init__(self, settings: Settings, *, config: Path | None = None,
+                 overrides: dict[str, Any] | None = None, once: bool = False) -> None:
+        self.settings = settings
+        self.config = config
+        self.overrides = overrides or {}
+        self.once = once
+        self.store = settings.store
+        self.paths = InstancePaths.for_store(self.store)
+        self.stop = threading.Event()
+        self.wake = threading.Event()
+        self._reload_requested = False
+        self._stop_reason = "a request"
+        self.env: JobEnv | None = None
+        self.watcher: StoreWatcher | None = None
+        self.debouncer: Debouncer | None = None
+        self.worker: Worker | None = None
+        self.schedule: Schedule | None = None
+        self.control: ControlServer | None = None
+
+    # -- entry -----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.paths.check_socket_length()
+        ensure_private_dir(self.paths.state)
+        ensure_private_dir(self.paths.runtime)
+        if self.once and not self.store.is_dir():
+            raise StoreError(f"{self.store}: no such store directory (create it with `distilld init`, "
+                             "or pass --store)")
+        instance = InstanceLock(self.paths.instance_lock)
+        instance.acquire(self.store)
+        try:
+            log_settings = self.settings.log
+            configure_logging(self.paths.json_log, log_settings.level, log_settings.console,
+                              log_settings.max_bytes, log_settings.backups)
+            policy = load_policy(self.settings.policy)
+            self.env = self._make_env(policy)
+            self._install_signals()
+            return self._run_once() if self.once else self._serve()
+        finally:
+            instance.release()
+
+    def _make_env(self, policy: Policy) -> JobEnv:
+        previous = read_json(self.paths.status_file) or {}
+        status = StatusFile(self.paths.status_file, {
+            "schema": 1, "version": __version__, "pid": os.getpid(), "store": str(self.store),
+            "mode": "once" if self.once else "daemon", "state": "starting", "started_at": utc_stamp(),
+            "paused": False, "passes": previous.get("passes") or {}, "budgets": previous.get("budgets"),
+            "git": previous.get("git") or {}, "waiting": None, "current": None, "last_error": None,
+            "lifecycle": None, "settings": {"config": str(self.config) if self.config else None},
+        })
+        activity = ActivityLog(self.paths.activity_log, self.settings.log.max_bytes, self.settings.log.backups)
+        git = GitLink(self.store, self.settings)
+        status.update(git={**(status.get("git") or {}), **git.state()}, flush=False)
+        return JobEnv(settings=self.settings, policy=policy, store=self.store, owner=default_owner(),
+                      status=status, activity=activity, stop=self.stop, lock_changed=threading.Event(),
+                      git=git, compactor=CompactLink(), block_on_lock=self.once)
+
+    # -- signals ---------------------------------------------------------------------------
+
+    def _install_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # tests may drive a daemon from a thread; signals stay with the test runner
+        signal.signal(signal.SIGTERM, self._on_stop_signal)
+        signal.signal(signal.SIGINT, self._on_stop_signal)
+        signal.signal(signal.SIGHUP, self._on_reload_signal)
+        signal.signal(signal.SIGUSR1, self._on_run_now_signal)
+
+    def _on_stop_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.request_stop(signal.Signals(signum).name)
+
+    def _on_reload_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._reload_requested = True
+        self.wake.set()
+
+    def _on_run_now_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.worker is not None:
+            for job in RUN_NOW_JOBS:
+                self.worker.request(job, "SIGUSR1")
+
+    def request_stop(self, reason: str = "a request") -> None:
+        self._stop_reason = reason
+        self.stop.set()
+        self.wake.set()
+        if self.env is not None:
+            self.env.lock_changed.set()  # a job waiting for the lock looks up and sees the stop
+
+    # -- one cycle -------------------------------------------------------------------------
+
+    def _run_once(self) -> int:
+        env = self._env
+        env.status.update(state="running")
+        env.status.update(lifecycle="enabled" if lifecycle_enabled(self.store) else "disabled", flush=False)
+        results: list[PassResult] = []
+        for job in ONCE_JOBS:
+            if self.stop.is_set():
+                break
+            results.append(run_job(env, job, "once"))
+        env.status.update(state="stopped", current=None, pid=None)
+        return 0 if all(r.ok for r in results) else 1
+
+    # -- the daemon ------------------------------------------------------------------------
+
+    @property
+    def _env(self) -> JobEnv:
+        assert self.env is not None
+        return self.env
+
+    def _serve(self) -> int:
+        env = self._env
+        settings = self.settings
+        self.control = ControlServer(self.paths.control_socket, self.dispatch)
+        self.control.start()  # first: it sets the umask, which must not race other threads
+        self.worker = Worker(lambda job, trigger: self._run_job(job, trigger))
+        self.schedule = Schedule(self.worker, settings.schedule)
+        self.debouncer = Debouncer(settings.watch.quiet_seconds, settings.watch.max_wait_seconds, self._on_quiet)
+        self.watcher = StoreWatcher(self.store, self.debouncer, self._on_lock, self._on_rescan,
+                                    settings.watch.observer, settings.watch.polling_interval_seconds)
+        env.worker, env.schedule, env.watcher = self.worker, self.schedule, self.watcher
+        self.debouncer.start()
+        self.worker.start()
+        env.activity.write(f"started: following {self.store} (pid {os.getpid()}, distilld {__version__})")
+        if not self.watcher.start():
+            env.activity.write(f"waiting: no store at {self.store} yet (`distilld init` creates one)")
+        self.worker.request("follow", "start")
+        self.schedule.start(self._last_runs())
+        self._refresh_status(force=True)
+        sdnotify.notify("READY=1\nSTATUS=following " + str(self.store))
+        try:
+            self._main_loop()
+        finally:
+            self._shutdown()
+        return 0
+
+    def _last_runs(self) -> dict[str, datetime]:
+        passes = self._env.status.get("passes") or {}
+        found: dict[str, datetime] = {}
+        for job in SCHEDULED:
+            record = passes.get(job) or {}
+            when = _parse_stamp(record.get("at"))
+            if when is not None:
+                found[job] = when
+        return found
+
+    def _main_loop(self) -> None:
+        watchdog_every = sdnotify.watchdog_interval()
+        tick = min(TICK_SECONDS, watchdog_every) if watchdog_every else TICK_SECONDS
+        while not self.stop.is_set():
+            self.wake.wait(tick)
+            self.wake.clear()
+            if self.stop.is_set():
+                break
+            if self._reload_requested:
+                self._reload_requested = False
+                self.reload()
+            try:
+                assert self.watcher is not None
+                self.watcher.check()
+            except Exception:
+                log.exception("watcher.check_failed")
+            self._refresh_status()
+            if watchdog_every and self._healthy():
+                sdnotify.notify("WATCHDOG=1")
+
+    def _healthy(self) -> bool:
+        worker_alive = self.worker is not None and self.worker._thread.is_alive()
+        return worker_alive and not self.stop.is_set()
+
+    def _shutdown(self) -> None:
+        env = self._env
+        sdnotify.notify("STOPPING=1")
+        env.status.update(state="stopping")
+        running = self.worker.state()["running"] if self.worker else None
+        step = f"; finishing {running['job']}" if running else ""
+        env.activity.write(f"stopping ({self._stop_reason}){step}")
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self.debouncer is not None:
+            self.debouncer.stop()
+        if self.schedule is not None:
+            self.schedule.shutdown()
+        if self.worker is not None:
+            self.worker.shutdown()
+        if self.control is not None:
+            self.control.close()
+        env.status.update(state="stopped", current=None, next_runs={}, pid=None)
+        env.activity.write("stopped")
+
+    def _run_job(self, job: str, trigger: str) -> None:
+        run_job(self._env, job, trigger)
+        self._refresh_status()
+
+    # -- events from the watcher -------------------------------------------------------------
+
+    def _on_quiet(self, paths: set[str], poked: bool) -> None:
+        assert self.watcher is not None and self.worker is not None
+        kept = self.watcher.drop_own(paths)
+        if not kept and not poked:
+            log.debug("watch.own_writes_only", paths=len(paths))
+            return
+        log.info("watch.quiet", paths=len(kept), lock_released=poked)
+        self.worker.request("follow", "watch")
+
+    def _on_lock(self) -> None:
+        env = self._env
+        env.lock_changed.set()
+        if env.wants_release and self.debouncer is not None:
+            if env.lock_state().kind is not LockStateKind.HELD:
+                self.debouncer.poke()  # released: follow once the store has been quiet
+
+    def _on_rescan(self, reason: str) -> None:
+        env = self._env
+        env.activity.write(f"watcher restarted ({reason}); rescanning the store by content")
+        if self.worker is not None:
+            self.worker.request("reconcile", "rescan")
+
+    # -- status ----------------------------------------------------------------------------
+
+    def _refresh_status(self, force: bool = False) -> None:
+        env = self._env
+        state = env.lock_state()
+        lock = {"state": state.kind.value, "owner": state.owner, "age_seconds": state.age,
+                "ours": state.owner == env.owner}
+        worker = self.worker.state() if self.worker else {}
+        parts: dict[str, Any] = {"lock": lock, "worker": worker,
+                                 "paused": bool(worker.get("paused"))}
+        if self.watcher is not None:
+            parts["watcher"] = self.watcher.snapshot_health()
+        if self.schedule is not None:
+            parts["next_runs"] = self.schedule.next_runs()
+        env.status.update(flush=False, **parts)
+        env.status.flush(force=force)
+
+    # -- control ---------------------------------------------------------------------------
+
+    def dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
+        command = request.get("cmd")
+        env = self._env
+        if command == "status":
+            self._refresh_status()
+            return {"ok": True, "status": env.status.data()}
+        if self.worker is None:
+            return {"ok": False, "error": "the daemon is not ready yet"}
+        if command == "run-now":
+            job = request.get("job")
+            if job is not None and job not in JOBS:
+                return {"ok": False, "error": f"unknown job {job!r}; jobs: {', '.join(JOBS)}"}
+            jobs = [job] if job else list(RUN_NOW_JOBS)
+            for name in jobs:
+                self.worker.request(name, "run-now")
+            note = " (paused: they run after `distilld resume`)" if self.worker.paused else ""
+            env.activity.write(f"run now requested: {', '.join(jobs)}{note}")
+            return {"ok": True, "requested": jobs, "paused": self.worker.paused}
+        if command == "pause":
+            self.worker.pause()
+            env.status.update(paused=True)
+            env.activity.write("paused: no pass starts until `distilld resume` (changes are still followed)")
+            return {"ok": True, "paused": True}
+        if command == "resume":
+            self.worker.resume()
+            self.worker.request("follow", "resume")
+            env.status.update(paused=False)
+            env.activity.write("resumed")
+            return {"ok": True, "paused": False}
+        if command == "reload":
+            self._reload_requested = True
+            self.wake.set()
+            return {"ok": True, "reload": "requested"}
+        return {"ok": False, "error": f"unknown command {command!r}; commands: status, run-now, pause, resume, reload"}
+
+    # -- reload ----------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        env = self._env
+        try:
+            new = load_settings(self.config, self.overrides)
+            policy = load_policy(new.policy)
+        except DistilldError as error:
+            env.activity.write(f"reload refused, keeping the settings in use: {error}")
+            env.status.update(last_error={"at": utc_stamp(), "job": "reload", "message": str(error)})
+            return
+        if new.store != self.store:
+            env.activity.write(f"reload: following another store ({new.store}) needs a restart; "
+                               f"still following {self.store}")
+            new = new.model_copy(update={"store": self.store})
+        old = self.settings
+        self.settings = env.settings = new
+        env.policy = policy
+        if self.debouncer is not None:
+            self.debouncer.configure(new.watch.quiet_seconds, new.watch.max_wait_seconds)
+        if self.schedule is not None:
+            self.schedule.apply(new.schedule)
+        if self.watcher is not None and (new.watch.observer != old.watch.observer
+                                         or new.watch.polling_interval_seconds != old.watch.polling_interval_seconds):
+            self.watcher.mode = new.watch.observer
+            self.watcher.polling_interval = new.watch.polling_interval_seconds
+            self.watcher.restart("the watch settings changed")
+        env.activity.write("reloaded the settings")
+        self._refresh_status(force=True)
+
+
+def run_daemon(settings: Settings, *, config: Path | None, overrides: dict[str, Any], once: bool) -> int:
+    if not once and sys.stderr.isatty():
+        print(f"distilld: following {settings.store}; `distilld status` shows what it does, "
+              "Ctrl-C stops it", file=sys.stderr)
+    return Daemon(settings, config=config, overrides=overrides, once=once).run()

@@ -1,0 +1,425 @@
+"""The daemon's jobs, as they run on the worker thread: what each does, waits for and reports.
+
+* follow: once the store is quiet and no distiller holds the lock, the catalog rebuilt if
+  stale, the invariants checked, budgets measured, the agents' changes committed.
+* reconcile: the same pass on the schedule, whatever the watcher saw; it reads the store by
+  content, so a missed event cannot leave a change unchecked or uncommitted.
+* sync, compaction, lifecycle: the scheduled passes.
+
+Every job's result lands in status.json; things done or waited for get one line in the
+activity log. A failing job is reported and the next one runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..actions.follow import FollowReport, run_follow
+from ..actions.gc import GcReport, run_gc_apply
+from ..engine.lock import AcquireKind, LockState, LockStateKind, StoreLock, lock_status
+from ..errors import DistilldError, LockHeld, LockLost
+from ..log import ActivityLog, StatusFile, get_logger, utc_stamp
+from ..policy import Policy
+from ..settings import Settings
+from ..store.budget import BudgetReport
+from ..store.local import lifecycle_enabled
+from ..store.paths import CATALOG
+from .links import CommitResult, CompactLink, GitLink
+from .scheduler import Schedule, Worker
+from .watcher import StoreWatcher
+
+log = get_logger("distilld.jobs")
+
+# How long a follow that found the lock held waits before looking again, in case the release
+# event is missed (the watcher normally reports the release at once).
+LOCK_RECHECK_SECONDS = 30.0
+
+
+class Stopping(Exception):
+    """The daemon is shutting down: the job ends after the step it was in."""
+
+
+@dataclass
+class PassResult:
+    ok: bool
+    summary: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class JobEnv:
+    """What the jobs share. Only the worker thread runs jobs, so most of it needs no locking."""
+
+    settings: Settings
+    policy: Policy
+    store: Path
+    owner: str
+    status: StatusFile
+    activity: ActivityLog
+    stop: threading.Event
+    lock_changed: threading.Event
+    git: GitLink
+    compactor: CompactLink
+    watcher: StoreWatcher | None = None
+    worker: Worker | None = None
+    schedule: Schedule | None = None
+    block_on_lock: bool = False  # --once: a follow waits for the lock instead of coming back later
+    clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+    wants_release: bool = False  # a follow is waiting for a distiller to release the lock
+    _waiting_for: str | None = None
+    _failures: set[str] = field(default_factory=set)
+    _breaches: set[str] = field(default_factory=set)
+    _lifecycle_state: bool | None = None
+
+    def check_stop(self) -> None:
+        if self.stop.is_set():
+            raise Stopping()
+
+    # -- waiting for a distiller ----------------------------------------------------------
+
+    def note_waiting(self, state: LockState, job: str) -> None:
+        owner = state.owner or "?"
+        self.status.update(state="waiting", waiting={
+            "for": "lock", "owner": owner, "age_seconds": state.age, "job": job, "since": utc_stamp()})
+        if self._waiting_for != owner:  # one line per wait, not one per poll
+            self._waiting_for = owner
+            self.activity.write(f"waiting: lock held by {owner} for {state.age} s ({job} runs once it is released)")
+
+    def clear_waiting(self) -> None:
+        if self.status.get("waiting") is not None:
+            self.status.update(waiting=None)
+        self._waiting_for = None
+
+    def lock_state(self) -> LockState:
+        return lock_status(self.store, self.policy.lock.stale_seconds)
+
+    def wait_for_lock(self, job: str) -> StoreLock | None:
+        """Block until no distiller holds a fresh lock. A stale lock is taken over here, as the
+        protocol allows, so that the takeover is logged; the caller releases what it returns."""
+        while True:
+            self.check_stop()
+            state = self.lock_state()
+            if state.kind is LockStateKind.FREE or state.owner == self.owner:
+                self.clear_waiting()
+                return None
+            if state.kind is LockStateKind.STALE:
+                lock = StoreLock.from_policy(self.store, self.owner, self.policy.lock)
+                try:
+                    result = lock.acquire(0)
+                except LockHeld:
+                    continue  # someone else took it first: look again
+                self.clear_waiting()
+                if result.kind is AcquireKind.TOOK_OVER:
+                    self.activity.write(
+                        f"took over a stale lock from {result.previous_owner} ({result.previous_age} s "
+                        f"without a heartbeat; stale after {self.policy.lock.stale_seconds} s) for {job}")
+                return lock
+            self.note_waiting(state, job)
+            self.lock_changed.wait(min(self.policy.lock.poll_seconds * 5, 10.0))
+            self.lock_changed.clear()
+
+
+def _release(lock: StoreLock | None) -> None:
+    if lock is None:
+        return
+    try:
+        lock.release()
+    except LockLost:
+        pass  # the pass released it already (it took the lock as its own, same owner)
+
+
+# -- follow / reconcile ------------------------------------------------------------------------
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _budget_status(report: BudgetReport) -> tuple[dict[str, Any], dict[str, str]]:
+    limits = report.limits
+    status = {
+        "spine_lines": {"value": report.spine_lines, "cap": limits.spine_max_lines,
+                        "margin": limits.spine_max_lines - report.spine_lines},
+        "spine_bytes": {"value": report.spine_bytes, "cap": limits.spine_max_bytes,
+                        "margin": limits.spine_max_bytes - report.spine_bytes},
+        "entries_over": len(report.entries_over),
+        "files_over": len(report.files_over),
+        "stale_projects": len(report.stale_projects),
+        "tokens_estimate": report.tokens_estimate,
+        "debt": report.debt,
+    }
+    breaches: dict[str, str] = {}
+    if report.spine_lines > limits.spine_max_lines:
+        breaches["spine-lines"] = f"SPINE.md has {report.spine_lines} lines (cap {limits.spine_max_lines})"
+    if report.spine_bytes > limits.spine_max_bytes:
+        breaches["spine-bytes"] = f"SPINE.md is {report.spine_bytes} bytes (cap {limits.spine_max_bytes})"
+    for entry in report.entries_over:
+        breaches[f"entry:{entry.start}"] = (f"SPINE entry at line {entry.line} is {entry.bytes} bytes "
+                                           f"(cap {limits.entry_max_bytes})")
+    for over in report.files_over:
+        breaches[f"file:{over.path}"] = (f"{over.path} is {over.lines} lines, {over.bytes} bytes "
+                                         f"(caps {limits.file_max_lines} lines, {limits.file_max_bytes} bytes)")
+    status["breaches"] = len(breaches)
+    return status, breaches
+
+
+def _listing(items: list[str], limit: int = 3) -> str:
+    shown = "; ".join(items[:limit])
+    return shown + (f"; and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _report_checks(env: JobEnv, report: FollowReport) -> None:
+    failing = {f.message for f in report.failures}
+    new = sorted(failing - env._failures)
+    if new:
+        env.activity.write(f"check: the store fails {_plural(len(failing), 'invariant check')}: {_listing(new)}"
+                           " (`distilld check` lists them)")
+    elif env._failures and not failing:
+        env.activity.write("check: the store passes C1-C3 again")
+    env._failures = failing
+    env.status.merge("passes", "check", {
+        "at": utc_stamp(), "ok": report.ok, "failures": len(report.failures),
+        "summary": "C1-C3 pass" if report.ok else _listing([f.message for f in report.failures])})
+
+
+def _report_budgets(env: JobEnv, report: BudgetReport | None) -> None:
+    if report is None:
+        return
+    budgets, breaches = _budget_status(report)
+    env.status.update(budgets=budgets, flush=False)
+    new_keys = sorted(set(breaches) - env._breaches)
+    if new_keys:
+        env.activity.write(f"over budget: {_listing([breaches[k] for k in new_keys])}")
+        if (env.settings.schedule.compact_on_breach and env.worker is not None
+                and env.compactor.available):
+            env.worker.request("compaction", "breach")
+    elif env._breaches and not breaches:
+        env.activity.write("budgets: the store is back within every cap")
+    env._breaches = set(breaches)
+
+
+def _wait_later(env: JobEnv, state: LockState) -> PassResult:
+    env.note_waiting(state, "follow")
+    env.wants_release = True
+    if env.schedule is not None:
+        env.schedule.once("follow", LOCK_RECHECK_SECONDS, "lock-recheck")
+    return PassResult(True, f"waiting: lock held by {state.owner} for {state.age} s")
+
+
+def follow(env: JobEnv, trigger: str) -> PassResult:
+    if not env.store.is_dir():
+        env.status.update(state="waiting", waiting={"for": "store", "path": str(env.store), "since": utc_stamp()})
+        return PassResult(True, f"waiting: no store at {env.store} (`distilld init` creates one)")
+    # Reading and committing need no lock, but a distiller holding a fresh one is mid-run: its
+    # changes are not finished. A stale lock does not block (run_follow takes it over only if
+    # it has to write the catalog).
+    held: StoreLock | None = None
+    state = env.lock_state()
+    if state.kind is LockStateKind.HELD and state.owner != env.owner:
+        if not env.block_on_lock:
+            return _wait_later(env, state)
+        held = env.wait_for_lock("follow")
+    env.wants_release = False
+    env.clear_waiting()
+    try:
+        report = run_follow(env.store, env.policy, env.clock, owner=env.owner)
+    except LockHeld:
+        return _wait_later(env, env.lock_state())  # a distiller started between our look and our lock
+    finally:
+        _release(held)
+    if report.catalog_written:
+        if env.watcher is not None:
+            env.watcher.mark_own([CATALOG])
+        env.activity.write(f"rebuilt CATALOG.md ({_listing(report.catalog_reasons, 2)})")
+    if report.takeover is not None:
+        env.activity.write(f"took over a stale lock from {report.takeover.previous_owner} "
+                           f"({report.takeover.previous_age} s without a heartbeat) to rebuild the catalog")
+    _report_checks(env, report)
+    _report_budgets(env, report.budget)
+    env.check_stop()
+    commit = commit_changes(env, trigger)
+    parts = ["catalog rebuilt" if report.catalog_written else "catalog current",
+             "C1-C3 pass" if report.ok else f"{_plural(len(report.failures), 'check')} failing"]
+    if commit is not None:
+        parts.append(f"committed {_plural(len(commit.paths), 'change')}" if commit.committed
+                     else commit.note or "nothing to commit")
+    return PassResult(True, "; ".join(parts), {"catalog_written": report.catalog_written})
+
+
+def commit_changes(env: JobEnv, trigger: str) -> CommitResult | None:
+    if not env.settings.git.commit:
+        return None
+    if not env.git.available:
+        env.status.merge("passes", "commit", {"at": utc_stamp(), "ok": True, "summary": env.git.missing})
+        return CommitResult(False, note="git support missing")
+    result = env.git.commit_changes("distilld: agent changes")
+    if result.committed:
+        agent = [p for p in result.paths if p != CATALOG]
+        what = _plural(len(agent), "agent change") if agent else "the rebuilt catalog"
+        missed = " the watcher had missed" if trigger.startswith("reconcile") and agent else ""
+        short = (result.sha or "")[:7]
+        env.activity.write(f"committed {what}{missed} ({short}): {_listing(agent or [CATALOG], 5)}")
+        if env.worker is not None and env.settings.git.push:
+            env.worker.request("sync", "commit")  # push while ahead
+    env.status.merge("passes", "commit", {
+        "at": utc_stamp(), "ok": True, "sha": result.sha, "paths": len(result.paths),
+        "summary": (f"committed {_plural(len(result.paths), 'path')}" if result.committed
+                    else result.note or "nothing to commit")})
+    return result
+
+
+def reconcile(env: JobEnv, trigger: str) -> PassResult:
+    result = follow(env, f"reconcile:{trigger}")
+    return PassResult(result.ok, f"full rescan: {result.summary}", result.details)
+
+
+# -- scheduled passes --------------------------------------------------------------------------
+
+
+def lifecycle(env: JobEnv, trigger: str) -> PassResult:
+    enabled = env.store.is_dir() and lifecycle_enabled(env.store)
+    env.status.update(lifecycle="enabled" if enabled else "disabled", flush=False)
+    if env._lifecycle_state is not None and enabled != env._lifecycle_state:
+        env.activity.write(f"lifecycle {'enabled' if enabled else 'disabled'} for this store (.lifecycle)")
+    env._lifecycle_state = enabled
+    if not enabled:
+        return PassResult(True, "disabled for this store (.lifecycle); moved nothing")
+    held = env.wait_for_lock("lifecycle")
+    try:
+        with _own_writes(env):
+            report = run_gc_apply(env.store, env.policy, env.clock, wait=0, scheduled=True)
+    finally:
+        _release(held)
+    moved = _report_gc(env, report)
+    if moved:
+        commit_operation(env, moved, f"distilld: lifecycle archived {_plural(len(moved), 'file')}")
+    if not report.ok:
+        return PassResult(False, "self-check failed after the lifecycle pass (see `distilld gc`)")
+    return PassResult(True, f"archived {_plural(len(moved), 'file')}" if moved else "nothing stale to archive")
+
+
+def _report_gc(env: JobEnv, report: GcReport) -> list[str]:
+    touched: list[str] = []
+    moves = {m.source: m for m in (report.plan.moves if report.plan else [])}
+    for outcome in (report.recovery, report.outcome):
+        if outcome is None:
+            continue
+        for path in outcome.recovered:
+            env.activity.write(f"finished an interrupted archive move of {path}")
+        for path in outcome.moved:
+            move = moves.get(path)
+            if move is not None:
+                referrers = f", {_plural(len(move.referrers), 'referrer')} listed" if move.referrers else ""
+                env.activity.write(f"archived {path} (past {move.threshold_days} days{referrers})")
+                touched += [move.source, move.target]
+            else:
+                env.activity.write(f"archived {path}")
+                touched.append(path)
+        if outcome.self_check:
+            env.activity.write(f"lifecycle self-check failed: {_listing([f.message for f in outcome.self_check])}")
+    if touched:
+        touched += ["SPINE.md", "CATALOG.md", "archive/LEDGER.md"]
+    return touched
+
+
+def compaction(env: JobEnv, trigger: str) -> PassResult:
+    if not env.compactor.available:
+        return PassResult(True, "compaction is not part of this build")
+    held = env.wait_for_lock("compaction")
+    try:
+        with _own_writes(env):
+            result = env.compactor.run(env.store, env.policy, env.clock)
+    finally:
+        _release(held)
+    for line in result.lines:
+        env.activity.write(line)
+    if result.changed:
+        commit_operation(env, result.changed, f"distilld: compaction ({result.summary})")
+    return PassResult(result.ok, result.summary)
+
+
+def sync(env: JobEnv, trigger: str) -> PassResult:
+    if not env.git.available:
+        return PassResult(True, env.git.missing)
+    held = env.wait_for_lock("sync")  # never pull into a store a distiller is writing
+    try:
+        with _own_writes(env):
+            result = env.git.sync()
+    finally:
+        _release(held)
+    git = dict(env.status.get("git") or {})
+    git.update(ahead=result.ahead, behind=result.behind, backoff_until=result.backoff_until,
+               blocked=result.blocked, last_sync={"at": utc_stamp(), "ok": result.ok, "summary": result.summary})
+    git.update(result.details)
+    env.status.update(git=git, flush=False)
+    if result.blocked:
+        env.activity.write(f"sync blocked: {result.blocked}")
+    else:
+        if result.pulled:
+            env.activity.write(f"pulled {_plural(result.pulled, 'change')} from {env.settings.git.remote}")
+        if result.pushed:
+            env.activity.write(f"pushed {_plural(result.pushed, 'commit')} to {env.settings.git.remote}")
+    return PassResult(result.ok, result.summary)
+
+
+def commit_operation(env: JobEnv, paths: list[str], message: str) -> None:
+    if not (env.settings.git.commit and env.git.available):
+        return
+    result = env.git.commit_operation(paths, message)
+    if result.committed:
+        env.activity.write(f"committed {message.removeprefix('distilld: ')} ({(result.sha or '')[:7]})")
+        if env.worker is not None and env.settings.git.push:
+            env.worker.request("sync", "commit")
+
+
+class _NoWrites:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _own_writes(env: JobEnv) -> Any:
+    return env.watcher.own_writes() if env.watcher is not None else _NoWrites()
+
+
+JOB_FUNCTIONS: dict[str, Callable[[JobEnv, str], PassResult]] = {
+    "follow": follow,
+    "reconcile": reconcile,
+    "sync": sync,
+    "compaction": compaction,
+    "lifecycle": lifecycle,
+}
+
+
+def run_job(env: JobEnv, job: str, trigger: str) -> PassResult:
+    """Run one job and report it; never raises (except on the way out of a shutdown)."""
+    started = time.monotonic()
+    env.status.update(state="running", current={"job": job, "trigger": trigger, "since": utc_stamp()})
+    try:
+        result = JOB_FUNCTIONS[job](env, trigger)
+    except Stopping:
+        result = PassResult(True, "interrupted by shutdown; the next start picks it up")
+    except DistilldError as error:
+        result = PassResult(False, str(error))
+    except Exception as error:  # a bug in one pass must not stop the daemon
+        log.exception("job.crashed", job=job)
+        result = PassResult(False, f"{type(error).__name__}: {error}")
+    duration = round(time.monotonic() - started, 3)
+    record = {"at": utc_stamp(), "ok": result.ok, "summary": result.summary, "trigger": trigger,
+              "duration_seconds": duration}
+    env.status.merge("passes", job, record, flush=False)
+    if not result.ok:
+        env.activity.write(f"{job} failed: {result.summary}")
+        env.status.update(last_error={"at": utc_stamp(), "job": job, "message": result.summary}, flush=False)
+    waiting = env.status.get("waiting")
+    env.status.update(state="waiting" if waiting else "idle", current=None)
+    log.info("job.done", job=job, trigger=trigger, ok=result.ok, summary=result.summary, seconds=duration)
+    return result

@@ -1,0 +1,343 @@
+"""Machine-local settings: a TOML file in the user's config directory, `DISTILLD_*` environment
+variables and command-line options, validated strictly (unknown keys and bad values refused).
+
+Precedence, highest first: command-line options, environment, config file, defaults. Settings
+never live in the store: the store is shared between machines, these choices are not.
+
+The directories come from platformdirs and can be moved with environment variables, which is
+how tests keep away from the real home directory:
+
+* ``DISTILLD_CONFIG`` (the config file itself) or ``DISTILLD_CONFIG_DIR`` (its folder);
+* ``DISTILLD_STATE_DIR``: status.json, the activity log and the JSON log, one folder per store;
+* ``DISTILLD_RUNTIME_DIR``: the single-instance lock and the control socket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import tomllib
+import warnings
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from .errors import ConfigError
+
+APP = "distilld"
+DEFAULT_STORE = "~/.aura-distill"
+CONFIG_NAME = "config.toml"
+ENV_PREFIX = "DISTILLD_"
+# Linux allows 108 bytes for a Unix socket path, macOS 104; stay under both.
+SOCKET_PATH_MAX = 100
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class WatchSettings(_Section):
+    """How changes in the store are followed."""
+
+    quiet_seconds: float = Field(2.0, gt=0, le=600,
+                                 description="a change counts once the store has been quiet this long")
+    max_wait_seconds: float = Field(30.0, gt=0, le=3600,
+                                    description="longest wait while changes keep coming")
+    observer: Literal["auto", "polling"] = Field(
+        "auto", description="auto: the OS's file events (polling if they run out); polling: stat the tree")
+    polling_interval_seconds: float = Field(5.0, gt=0, le=3600,
+                                            description="how often the polling observer looks")
+
+    @model_validator(mode="after")
+    def _max_wait_covers_quiet(self) -> "WatchSettings":
+        if self.max_wait_seconds < self.quiet_seconds:
+            raise ValueError(f"max_wait_seconds: must be at least quiet_seconds ({self.quiet_seconds})")
+        return self
+
+
+class ScheduleSettings(_Section):
+    """How often each scheduled job runs; 0 turns a job off."""
+
+    compaction_minutes: int = Field(360, ge=0, le=525600)
+    lifecycle_minutes: int = Field(1440, ge=0, le=525600)
+    sync_minutes: int = Field(15, ge=0, le=525600)
+    reconcile_minutes: int = Field(30, ge=0, le=525600)
+    jitter_seconds: int = Field(30, ge=0, le=3600)
+    compact_on_breach: bool = Field(
+        True, description="run compaction as soon as a hard cap is breached, not only on schedule")
+
+
+class GitSettings(_Section):
+    """Committing the agents' changes and syncing with a remote."""
+
+    commit: bool = True
+    push: bool = True
+    remote: str = Field("origin", min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    author_name: str = Field("distilld", min_length=1)
+    author_email: str = Field("distilld@localhost", min_length=1)
+
+
+class LogSettings(_Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    console: Literal["auto", "plain", "journal", "json", "off"] = Field(
+        "auto", description="what goes to stderr: auto picks journal under systemd, plain on a terminal")
+    max_bytes: int = Field(1_000_000, ge=10_000, le=1_000_000_000)
+    backups: int = Field(5, ge=0, le=100)
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+
+_config_data: ContextVar[dict[str, Any]] = ContextVar("distilld_config_data", default={})
+
+
+class _ConfigFileSource(PydanticBaseSettingsSource):
+    """The already parsed config file (parsed by load_settings, which names the file in errors)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ returns the whole mapping
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(_config_data.get())
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        env_ignore_empty=True,
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+    )
+
+    store: Path = Field(Path(DEFAULT_STORE), description="the store's folder")
+    policy: Path | None = Field(None, description="policy file (TOML); the shipped default if unset")
+    watch: WatchSettings = WatchSettings()
+    schedule: ScheduleSettings = ScheduleSettings()
+    git: GitSettings = GitSettings()
+    log: LogSettings = LogSettings()
+
+    @field_validator("store", "policy")
+    @classmethod
+    def _absolute(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return None
+        if not str(value).strip():
+            raise ValueError("must not be empty")
+        return Path(os.path.abspath(value.expanduser()))
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _ConfigFileSource(settings_cls))
+
+
+# -- where things live ---------------------------------------------------------------------
+
+
+def _env_dir(name: str) -> Path | None:
+    value = os.environ.get(name)
+    return Path(value).expanduser().absolute() if value else None
+
+
+def config_dir() -> Path:
+    return _env_dir("DISTILLD_CONFIG_DIR") or Path(platformdirs.user_config_dir(APP))
+
+
+def config_file(explicit: Path | None = None) -> Path:
+    """The config file: --config, else $DISTILLD_CONFIG, else config.toml in the config dir."""
+    if explicit is not None:
+        return Path(explicit).expanduser().absolute()
+    return _env_dir("DISTILLD_CONFIG") or config_dir() / CONFIG_NAME
+
+
+def state_dir() -> Path:
+    return _env_dir("DISTILLD_STATE_DIR") or Path(platformdirs.user_state_dir(APP))
+
+
+def runtime_dir() -> Path:
+    found = _env_dir("DISTILLD_RUNTIME_DIR")
+    if found:
+        return found
+    with warnings.catch_warnings():
+        # Without $XDG_RUNTIME_DIR platformdirs warns and falls back to /tmp/runtime-<uid>;
+        # ensure_private_dir() then checks that folder really is ours.
+        warnings.simplefilter("ignore")
+        return Path(platformdirs.user_runtime_dir(APP))
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (mode 0700) or check an existing one is ours and not open to others."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = path.lstat()
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot create this folder ({error.strerror or error}); "
+                          "set DISTILLD_STATE_DIR / DISTILLD_RUNTIME_DIR to a folder you own") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise ConfigError(f"{path}: not a folder; remove it or point distilld elsewhere")
+    if info.st_uid != os.getuid():
+        raise ConfigError(f"{path}: owned by another user; distilld keeps its lock and socket only "
+                          "in a folder you own (set DISTILLD_RUNTIME_DIR)")
+    if info.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def instance_key(store: Path) -> str:
+    """A short, stable name for one store: its folder name and a hash of its full path."""
+    resolved = str(Path(store).expanduser().absolute())
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip(".-")[:24] or "store"
+    return f"{slug}-{hashlib.sha256(resolved.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
+
+
+@dataclass(frozen=True)
+class InstancePaths:
+    """Where one store's daemon keeps its state (not in the store: these are machine-local)."""
+
+    store: Path
+    state: Path
+    runtime: Path
+
+    @classmethod
+    def for_store(cls, store: Path) -> "InstancePaths":
+        key = instance_key(store)
+        return cls(Path(store), state_dir() / key, runtime_dir())
+
+    @property
+    def key(self) -> str:
+        return self.state.name
+
+    @property
+    def status_file(self) -> Path:
+        return self.state / "status.json"
+
+    @property
+    def activity_log(self) -> Path:
+        return self.state / "activity.log"
+
+    @property
+    def json_log(self) -> Path:
+        return self.state / "distilld.jsonl"
+
+    @property
+    def instance_lock(self) -> Path:
+        return self.runtime / f"{self.key}.lock"
+
+    @property
+    def control_socket(self) -> Path:
+        return self.runtime / f"{self.key}.sock"
+
+    def check_socket_length(self) -> None:
+        if len(os.fsencode(self.control_socket)) > SOCKET_PATH_MAX:
+            raise ConfigError(f"{self.control_socket}: path too long for a Unix socket "
+                              f"(over {SOCKET_PATH_MAX} bytes); set DISTILLD_RUNTIME_DIR to a shorter folder")
+
+
+# -- loading -------------------------------------------------------------------------------
+
+
+def _read_config(path: Path, explicit: bool) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if explicit:
+            raise ConfigError(f"config file {path}: not found; create it or drop --config") from None
+        return {}
+    except OSError as error:
+        raise ConfigError(f"config file {path}: cannot read it ({error.strerror or error})") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"config file {path}: not valid TOML: {error}") from None
+    return data
+
+
+def _env_name(loc: tuple[Any, ...]) -> str:
+    return ENV_PREFIX + "__".join(str(part).upper() for part in loc)
+
+
+def describe_errors(error: ValidationError, source: Path) -> str:
+    """All problems on one line: key, what is wrong, the value given, and where to fix it."""
+    parts = []
+    for item in error.errors(include_url=False):
+        loc = tuple(item["loc"])
+        key = ".".join(str(part) for part in loc) or "(top level)"
+        message = item["msg"].removeprefix("Value error, ")
+        named = re.match(r"^([a-z_]+): ", message) if item["type"] == "value_error" else None
+        if named:  # a cross-field rule names the key it is about
+            loc = (*loc, named.group(1))
+            key = ".".join(str(part) for part in loc)
+            message = message[named.end():]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key"
+        elif "input" in item and item["type"] != "value_error":
+            message += f" (got {item['input']!r})"
+        parts.append(f"{key}: {message}")
+    where = f"fix it in {source} or ${_env_name(tuple(error.errors()[0]['loc']))}"
+    return "config error at " + "; ".join(parts) + f" ({where})"
+
+
+def load_settings(config: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Read and validate the settings; raises ConfigError with one line naming every bad key."""
+    path = config_file(config)
+    explicit = config is not None or bool(os.environ.get("DISTILLD_CONFIG"))
+    data = _read_config(path, explicit)
+    token = _config_data.set(data)
+    try:
+        return Settings(**(overrides or {}))
+    except ValidationError as error:
+        raise ConfigError(describe_errors(error, path)) from None
+    finally:
+        _config_data.reset(token)
+
+
+def default_store() -> Path:
+    """The store when none is given: $DISTILLD_STORE, else the config file's, else ~/.aura-distill."""
+    return load_settings().store
+
+
+# -- showing -------------------------------------------------------------------------------
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    text = str(value)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def render_toml(settings: Settings) -> str:
+    """The effective settings as a config file a user could copy (unset values as comments)."""
+    data = settings.model_dump(mode="json")
+    top: list[str] = []
+    sections: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            sections.append(f"\n[{key}]")
+            sections += [f"{k} = {_toml_value(v)}" for k, v in value.items()]
+        elif value is None:
+            top.append(f"# {key} = (unset)")
+        else:
+            top.append(f"{key} = {_toml_value(value)}")
+    return "\n".join(top + sections) + "\n"

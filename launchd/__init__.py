@@ -1,0 +1,1 @@
+"""The launchd agent template that `distilld service install --launchd` renders."""

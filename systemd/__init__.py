@@ -1,0 +1,1 @@
+"""The systemd user unit template that `distilld service install` renders."""

@@ -1,0 +1,142 @@
+"""`distilld service`: the unit and the plist are rendered with this interpreter's absolute path,
+verified (systemd-analyze with nothing on stderr; a plist round trip with every key and type),
+installed into the user's folders (here: a temporary HOME) and never started unasked."""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from distilld.cli import main
+from distilld.runtime.service import (
+    PLIST_SCHEMA,
+    ServiceError,
+    check_plist,
+    install,
+    plist_path,
+    render_launchd,
+    render_systemd,
+    run_arguments,
+    service_state,
+    systemd_quote,
+    uninstall,
+    unit_path,
+)
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    runtime = tmp_path / "xdg-runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # no systemd/private socket: no user manager
+    return home
+
+
+def test_unit_runs_this_interpreter() -> None:
+    text = render_systemd(run_arguments())
+    exec_line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
+    assert exec_line == f"ExecStart={systemd_quote(os.path.abspath(sys.executable))} -m distilld run"
+    for required in ("Type=notify", "Restart=on-failure", "RestartPreventExitStatus=78", "WatchdogSec=",
+                     "NotifyAccess=main", "WantedBy=default.target"):
+        assert required in text
+    assert "network-online.target" not in text.replace("No network-online.target", "")
+    assert "@" not in exec_line
+
+
+def test_quoting_of_awkward_paths() -> None:
+    assert systemd_quote("/a/b") == "/a/b"
+    assert systemd_quote("/my notes/x") == '"/my notes/x"'
+    assert systemd_quote("/100%/$HOME") == '"/100%%/$$HOME"'
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None,
+                    reason="systemd-analyze is not installed (.ci/run installs the systemd package)")
+@pytest.mark.parametrize("store", [None, "/tmp/a store with spaces/and 100%"])
+def test_systemd_analyze_verify_is_clean(tmp_path: Path, store: str | None) -> None:
+    unit = tmp_path / "distilld.service"
+    unit.write_text(render_systemd(run_arguments(Path(store) if store else None)))
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "xdg-runtime")}
+    done = subprocess.run(["systemd-analyze", "verify", "--user", "--man=no", str(unit)],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+
+
+def test_plist_round_trips_with_required_keys_and_types(home: Path) -> None:
+    data = render_launchd(run_arguments(Path("/Users/rowan/notes & more"))).encode()
+    agent = plistlib.loads(data)
+    assert plistlib.loads(plistlib.dumps(agent)) == agent
+    assert set(agent) == set(PLIST_SCHEMA)
+    assert agent["ProgramArguments"] == [os.path.abspath(sys.executable), "-m", "distilld", "run", "--store",
+                                         "/Users/rowan/notes & more"]
+    assert agent["RunAtLoad"] is True and agent["KeepAlive"] == {"SuccessfulExit": False}
+    assert isinstance(agent["ThrottleInterval"], int)
+    assert agent["StandardErrorPath"] == str(home / "Library/Logs/distilld/stderr.log")
+    assert check_plist(data) == agent
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda a: a.update(RunAtLaod=a.pop("RunAtLoad")), "unknown key 'RunAtLaod'"),
+    (lambda a: a.update(ThrottleInterval="30"), "ThrottleInterval has the wrong type"),
+    (lambda a: a.update(StandardOutPath="~/Library/Logs/x.log"), "StandardOutPath must be an absolute path"),
+    (lambda a: a["ProgramArguments"].__setitem__(0, "python3"), "ProgramArguments[0] must be an absolute"),
+])
+def test_check_plist_refuses_mistakes(change: object, words: str) -> None:
+    agent = plistlib.loads(render_launchd(run_arguments()).encode())
+    change(agent)  # type: ignore[operator]
+    with pytest.raises(ServiceError) as raised:
+        check_plist(plistlib.dumps(agent))
+    assert words in str(raised.value)
+
+
+def test_check_plist_refuses_broken_xml() -> None:
+    with pytest.raises(ServiceError, match="does not parse"):
+        check_plist(b"<plist><dict><key>Label</key></plist>")
+
+
+def test_install_writes_verifies_and_starts_nothing(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["service", "install", "--systemd"])
+    out = capsys.readouterr().out
+    assert code == 0
+    path = home / ".config/systemd/user/distilld.service"
+    assert unit_path() == path and path.is_file()
+    assert path.read_text() == render_systemd(run_arguments())
+    assert "verified: read back identical" in out
+    assert "not started" in out or "no systemd user manager" in out
+    state = service_state("systemd")
+    assert state.installed and state.current
+    assert main(["service", "status", "--systemd"]) == 0
+    assert "installed at" in capsys.readouterr().out
+    assert main(["service", "uninstall", "--systemd"]) == 0
+    assert not path.exists()
+    assert main(["service", "status", "--systemd"]) == 3
+
+
+def test_install_with_start_but_no_manager_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["service", "install", "--systemd", "--start"]) == 1
+    assert "not started: --start needs a running systemd user manager" in capsys.readouterr().out
+
+
+def test_launchd_install_and_uninstall(home: Path) -> None:
+    report = install("launchd", run_arguments())
+    path = home / "Library/LaunchAgents/io.distilld.daemon.plist"
+    assert report.path == path == plist_path()
+    assert check_plist(path.read_bytes())["Label"] == "io.distilld.daemon"
+    uninstall("launchd")
+    assert not path.exists()
+
+
+def test_print_writes_nothing(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["service", "print", "--launchd", "--store", "/srv/notes"]) == 0
+    assert "<string>/srv/notes</string>" in capsys.readouterr().out
+    assert not any(home.rglob("*.plist"))

@@ -1,0 +1,140 @@
+"""log.py: the activity log's lines, rotation, tail and follow; status.json replaced atomically;
+the JSON-lines log; and the `distilld status` view's verdicts on what is stuck."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from pathlib import Path
+
+import structlog
+
+from distilld.actions.status import build_view, find_stuck, render_text
+from distilld.log import ActivityLog, StatusFile, configure_logging, follow_lines, read_json, tail_lines
+
+LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  \S.*$")
+
+
+def test_activity_lines_are_one_line_each(tmp_path: Path) -> None:
+    log = ActivityLog(tmp_path / "activity.log")
+    log.write("committed 3 agent changes (abc1234): projects/x.md")
+    log.write("a message\nwith a break")
+    lines = (tmp_path / "activity.log").read_text().splitlines()
+    assert len(lines) == 2
+    assert all(LINE.match(line) for line in lines)
+    assert lines[1].endswith("a message with a break")
+
+
+def test_activity_log_rotates_and_tail_spans_the_rotation(tmp_path: Path) -> None:
+    path = tmp_path / "activity.log"
+    log = ActivityLog(path, max_bytes=10_000, backups=2)
+    for index in range(600):
+        log.write(f"line {index:04d} " + "x" * 40)
+    assert path.with_name("activity.log.1").exists()
+    assert not path.with_name("activity.log.3").exists()
+    last = tail_lines(path, 5)
+    assert [line[-45:-41] for line in last] == ["0595", "0596", "0597", "0598", "0599"]
+
+
+def test_follow_sees_new_lines_and_rotation(tmp_path: Path) -> None:
+    path = tmp_path / "activity.log"
+    log = ActivityLog(path, max_bytes=300, backups=1)
+    log.write("before follow")
+    stop = threading.Event()
+    seen: list[str] = []
+
+    def reader() -> None:
+        for line in follow_lines(path, poll=0.02, stop=stop):
+            seen.append(line)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    time.sleep(0.1)
+    for index in range(12):
+        log.write(f"after {index}")
+        time.sleep(0.03)
+    deadline = time.monotonic() + 3
+    while len(seen) < 12 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    thread.join()
+    assert [line.split("  ", 1)[1] for line in seen] == [f"after {i}" for i in range(12)]
+
+
+def test_status_file_is_replaced_whole(tmp_path: Path) -> None:
+    path = tmp_path / "status.json"
+    status = StatusFile(path, {"state": "starting"})
+    status.update(state="idle")
+    status.merge("passes", "follow", {"ok": True})
+    data = read_json(path)
+    assert data is not None and data["state"] == "idle" and data["passes"]["follow"]["ok"] is True
+    assert "updated_at" in data
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["status.json"]  # no temp file left behind
+
+
+def test_json_lines_log(tmp_path: Path) -> None:
+    path = tmp_path / "distilld.jsonl"
+    configure_logging(path, "info", console="off")
+    try:
+        structlog.get_logger("distilld.test").info("pass.done", job="follow", ok=True)
+        import logging
+
+        logging.getLogger("apscheduler.test").warning("foreign record")
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+    finally:
+        configure_logging(None, "warning", console="off")
+    assert records[0]["event"] == "pass.done" and records[0]["job"] == "follow" and "timestamp" in records[0]
+    assert records[1]["event"] == "foreign record" and records[1]["level"] == "warning"
+
+
+NOW = 1_800_000_000.0
+
+
+def stamp(offset: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW + offset))
+
+
+def test_nothing_stuck_when_all_is_well() -> None:
+    data = {"updated_at": stamp(-5), "passes": {"follow": {"ok": True}}, "watcher": {"alive": True},
+            "git": {"ahead": 0, "behind": 0}, "next_runs": {"sync": stamp(60)}}
+    assert find_stuck(data, True, None, NOW) == []
+
+
+def test_stuck_states_are_named() -> None:
+    data = {
+        "updated_at": stamp(-600),
+        "waiting": {"for": "lock", "owner": "alpha", "age_seconds": 100, "since": stamp(-1000)},
+        "git": {"ahead": 2, "behind": 1, "blocked": "merge conflict in projects/x.md",
+                "last_sync": {"at": stamp(-7200)}},
+        "watcher": {"alive": False, "pending_for_seconds": 400, "max_wait_seconds": 30},
+        "passes": {"compaction": {"ok": False, "summary": "self-check failed"}},
+        "next_runs": {"sync": stamp(-3600)},
+    }
+    stuck = " | ".join(find_stuck(data, True, {"installed": True, "enabled": "enabled", "current": True}, NOW))
+    for words in ("not updated its status", "lock held by alpha", "sync blocked: merge conflict",
+                  "2 commit(s) not pushed", "1 commit(s) on the remote", "file watcher is not running",
+                  "waiting 6 min", "last compaction pass failed", "sync was due"):
+        assert words in stuck
+
+
+def test_enabled_service_that_does_not_run_is_stuck() -> None:
+    stuck = find_stuck(None, False, {"installed": True, "enabled": "enabled", "current": True}, NOW)
+    assert stuck and "not running" in stuck[0]
+
+
+def test_status_text_says_waiting_for_whom() -> None:
+    data = {"started_at": stamp(-100), "updated_at": stamp(-1), "state": "waiting",
+            "waiting": {"for": "lock", "owner": "alpha", "age_seconds": 40, "since": stamp(-2), "job": "follow"},
+            "lock": {"state": "held", "owner": "alpha", "age_seconds": 40},
+            "budgets": {"spine_lines": {"value": 84, "cap": 80, "margin": -4},
+                        "spine_bytes": {"value": 100, "cap": 16000, "margin": 15900}}}
+    view = build_view(Path("/s"), data, 123, None, {"activity_log": "/a"}, now=NOW)
+    text = render_text(view)
+    assert "waiting: lock held by alpha for 40 s" in text
+    assert "84/80 lines (4 OVER)" in text
+    assert "running (pid 123)" in text

@@ -1,0 +1,299 @@
+"""The watcher: what counts as a change, the quiet period and maximum wait, distilld's own
+writes, and recovery when the watch is in doubt (overflow, a dead observer, a replaced root,
+the watch limit). Real file events on a real folder in tmp_path."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from distilld.runtime import watcher as watcher_module
+from distilld.runtime.watcher import Debouncer, StoreWatcher, classify
+
+QUIET = 0.3
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+@pytest.mark.parametrize("rel, is_dir, kind", [
+    ("SPINE.md", False, "content"),
+    ("CATALOG.md", False, "content"),
+    (".lock", False, "lock"),
+    (".status", False, None),
+    (".lifecycle", False, None),
+    ("projects/x.md", False, "content"),
+    ("projects/sub/y.md", False, "content"),
+    ("archive/projects/x.md", False, "content"),
+    ("inbox/20261130T120000Z-ab12-note.md", False, "content"),
+    ("evidence/craft/t.md", False, "content"),
+    ("projects", True, "content"),
+    ("projects/sub", True, "content"),
+    ("projects/x.md.swp", False, None),
+    ("projects/.x.md.swp", False, None),
+    ("projects/x.md~", False, None),
+    ("projects/4913", False, None),
+    ("projects/.#x.md", False, None),
+    ("projects/x.md.tmp", False, None),
+    ("projects/notes.txt", False, None),
+    (".git/index", False, None),
+    (".git/objects/ab", True, None),
+    ("data/gc-log.jsonl", False, None),
+    ("local/SPINE.md", False, None),
+    ("bin/distill-lock.sh", False, None),
+    ("distill-process.md", False, None),
+    ("README.md", False, None),
+])
+def test_classify(rel: str, is_dir: bool, kind: str | None) -> None:
+    assert classify(rel.replace("/", os.sep), is_dir) == kind
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.batches: list[tuple[set[str], bool]] = []
+        self.lock_events = 0
+        self.rescans: list[str] = []
+
+    def flush(self, paths: set[str], poked: bool) -> None:
+        self.batches.append((paths, poked))
+
+    def on_lock(self) -> None:
+        self.lock_events += 1
+
+    def on_rescan(self, reason: str) -> None:
+        self.rescans.append(reason)
+
+
+def test_debouncer_waits_for_quiet() -> None:
+    recorder = Recorder()
+    debouncer = Debouncer(QUIET, 10, recorder.flush)
+    debouncer.start()
+    try:
+        for index in range(20):
+            debouncer.add([f"projects/{index}.md"])
+            time.sleep(0.02)
+        assert recorder.batches == []
+        assert wait_for(lambda: len(recorder.batches) == 1)
+        assert len(recorder.batches[0][0]) == 20
+        time.sleep(QUIET * 2)
+        assert len(recorder.batches) == 1
+    finally:
+        debouncer.stop()
+
+
+def test_debouncer_flushes_at_max_wait_while_events_keep_coming() -> None:
+    recorder = Recorder()
+    debouncer = Debouncer(0.5, 1.0, recorder.flush)
+    debouncer.start()
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < 1.6:
+            debouncer.add(["projects/busy.md"])
+            time.sleep(0.05)
+        assert len(recorder.batches) >= 1  # never quiet for 0.5 s, flushed anyway at 1 s
+    finally:
+        debouncer.stop()
+
+
+def test_poke_counts_as_activity() -> None:
+    recorder = Recorder()
+    debouncer = Debouncer(QUIET, 5, recorder.flush)
+    debouncer.start()
+    try:
+        debouncer.poke()
+        assert wait_for(lambda: recorder.batches == [(set(), True)])
+    finally:
+        debouncer.stop()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    for name in ("projects", "craft", "archive", ".git", "data"):
+        (root / name).mkdir(parents=True)
+    (root / "SPINE.md").write_text("# index\n")
+    return root
+
+
+@pytest.fixture
+def watched(store: Path) -> Iterator[tuple[StoreWatcher, Recorder]]:
+    recorder = Recorder()
+    debouncer = Debouncer(QUIET, 5, recorder.flush)
+    watcher = StoreWatcher(store, debouncer, recorder.on_lock, recorder.on_rescan)
+    debouncer.start()
+    assert watcher.start()
+    try:
+        yield watcher, recorder
+    finally:
+        watcher.stop()
+        debouncer.stop()
+
+
+def test_a_burst_of_a_thousand_events_is_one_batch(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
+    watcher, recorder = watched
+    for index in range(1000):
+        (store / "projects" / f"f{index % 50}.md").write_text(f"version {index}\n")
+    assert wait_for(lambda: len(recorder.batches) == 1)
+    time.sleep(QUIET * 3)
+    assert len(recorder.batches) == 1
+    assert recorder.batches[0][0] == {f"projects/f{i}.md" for i in range(50)}
+
+
+def test_ignored_paths_never_trigger(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
+    _, recorder = watched
+    (store / ".git" / "index").write_text("x")
+    (store / "data" / "gc-log.jsonl").write_text("{}\n")
+    (store / "projects" / ".x.md.swp").write_text("swap")
+    (store / "projects" / "x.md~").write_text("backup")
+    (store / "local").mkdir()
+    (store / "local" / "SPINE.md").write_text("local\n")
+    (store / ".status").write_text("idle\n")
+    time.sleep(QUIET * 4)
+    assert recorder.batches == []
+
+
+def test_atomic_save_counts_by_its_target(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
+    _, recorder = watched
+    temp = store / "projects" / "x.md.tmp"
+    temp.write_text("new\n")
+    os.replace(temp, store / "projects" / "x.md")
+    assert wait_for(lambda: len(recorder.batches) == 1)
+    assert "projects/x.md" in recorder.batches[0][0]
+
+
+def test_lock_events_are_reported_separately(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
+    _, recorder = watched
+    (store / ".lock").write_text("alpha 1 2026-01-01T00:00:00Z\n")
+    (store / ".lock").unlink()
+    assert wait_for(lambda: recorder.lock_events >= 2)
+    time.sleep(QUIET * 2)
+    assert recorder.batches == []
+
+
+def test_own_writes_are_dropped_but_later_changes_are_not(watched: tuple[StoreWatcher, Recorder],
+                                                          store: Path) -> None:
+    watcher, _ = watched
+    with watcher.own_writes():
+        (store / "CATALOG.md").write_text("# Knowledge catalog\n")
+        (store / "archive" / "projects").mkdir()
+        (store / "archive" / "projects" / "old.md").write_text("old\n")
+    assert watcher.drop_own({"CATALOG.md", "archive/projects", "archive/projects/old.md"}) == set()
+    (store / "CATALOG.md").write_text("# Knowledge catalog\n\nedited by someone else\n")
+    assert watcher.drop_own({"CATALOG.md"}) == {"CATALOG.md"}
+    watcher.mark_own(["SPINE.md"])
+    assert watcher.drop_own({"SPINE.md", "projects/a.md"}) == {"projects/a.md"}
+
+
+def test_overflow_restarts_the_observer_and_rescans(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
+    watcher, recorder = watched
+    logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; filesystem events were lost")
+    watcher.check()
+    assert watcher.health.overflows == 1 and watcher.health.restarts == 1
+    assert recorder.rescans and "overflow" in recorder.rescans[0]
+    (store / "projects" / "after.md").write_text("x\n")  # the new observer works
+    assert wait_for(lambda: any("projects/after.md" in b for b, _ in recorder.batches))
+
+
+def test_a_dead_observer_is_restarted(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
+    watcher, recorder = watched
+    assert watcher._observer is not None
+    watcher._observer.stop()
+    watcher._observer.join(5)
+    watcher.check()
+    assert recorder.rescans == ["the observer thread died"]
+    (store / "projects" / "after.md").write_text("x\n")
+    assert wait_for(lambda: any("projects/after.md" in b for b, _ in recorder.batches))
+
+
+def test_a_replaced_root_is_watched_again(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
+    watcher, recorder = watched
+    shutil.rmtree(store)
+    store.mkdir()  # may even get the old inode number back: the deletion event says it all
+    (store / "projects").mkdir()
+
+    def restarted() -> bool:
+        watcher.check()
+        return bool(recorder.rescans)
+
+    assert wait_for(restarted)
+    (store / "projects" / "again.md").write_text("x\n")
+    assert wait_for(lambda: any("projects/again.md" in b for b, _ in recorder.batches))
+
+
+def test_watch_limit_falls_back_to_polling(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Exhausted:
+        def __init__(self, **_: object) -> None:
+            pass
+
+        def schedule(self, *args: object, **kwargs: object) -> None:
+            raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+        def stop(self) -> None:
+            pass
+
+        def is_alive(self) -> bool:
+            return False
+
+    monkeypatch.setattr(watcher_module, "Observer", Exhausted)
+    recorder = Recorder()
+    debouncer = Debouncer(QUIET, 5, recorder.flush)
+    watcher = StoreWatcher(store, debouncer, recorder.on_lock, recorder.on_rescan, polling_interval=0.2)
+    debouncer.start()
+    try:
+        assert watcher.start()
+        assert watcher.health.mode == "polling"
+        assert "max_user_watches" in (watcher.health.note or "")
+        (store / "projects" / "polled.md").write_text("x\n")
+        assert wait_for(lambda: any("projects/polled.md" in b for b, _ in recorder.batches))
+    finally:
+        watcher.stop()
+        debouncer.stop()
+
+
+def test_a_missing_store_is_waited_for(tmp_path: Path) -> None:
+    recorder = Recorder()
+    debouncer = Debouncer(QUIET, 5, recorder.flush)
+    root = tmp_path / "later"
+    watcher = StoreWatcher(root, debouncer, recorder.on_lock, recorder.on_rescan)
+    assert not watcher.start()
+    root.mkdir()
+    watcher.check()
+    try:
+        assert watcher.health.alive and recorder.rescans == ["the store folder appeared"]
+    finally:
+        watcher.stop()
+
+
+def test_handler_errors_do_not_kill_the_observer(watched: tuple[StoreWatcher, Recorder], store: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    watcher, recorder = watched
+    calls = threading.Event()
+    original = watcher._on_event
+
+    def flaky(event: object) -> None:
+        if not calls.is_set():
+            calls.set()
+            raise RuntimeError("boom")
+        original(event)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(watcher, "_on_event", flaky)
+    (store / "projects" / "one.md").write_text("1\n")
+    assert wait_for(calls.is_set)
+    time.sleep(0.1)
+    (store / "projects" / "two.md").write_text("2\n")
+    assert wait_for(lambda: any("projects/two.md" in b for b, _ in recorder.batches))
+    assert watcher._observer is not None and watcher._observer.is_alive()
