@@ -11,8 +11,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .paths import ARCHIVE_PREFIX, contained
-from .stamps import STAMP_PATTERN, full_stamp, newest, stamp_later
-from .text import decode, escape_free_text, rtrim, split_lines, split_segments
+from .stamps import STAMP_PATTERN, full_stamp, has_time, newest, stamp_later
+from .text import (
+    decode,
+    dominant_ending,
+    encode,
+    escape_free_text,
+    lines_with_endings,
+    rtrim,
+    split_lines,
+    split_segments,
+)
 
 EVENT_RE = re.compile(r"^- (" + STAMP_PATTERN + r") ")
 EVENTS: tuple[str, ...] = ("archive", "restore", "restore (modified)")
@@ -189,3 +198,76 @@ def restore_event(stamp: str, tier_path: str, reason: str, sha256: str | None, m
         f"- {stamp} {event} | from: {ARCHIVE_PREFIX}{tier_path} | to: {tier_path}{checksum}"
         f" | reason: {escape_free_text(reason)}"
     )
+
+
+# -- merging two machines' copies (STORE-FORMAT.md 1.7, 5) -----------------------------------
+
+def _ledger_parts(raw: bytes) -> tuple[list[str], list[list[str]]]:
+    """The header (lines before the first ``- `` line) and the blocks: each ``- `` line with the
+    non-event lines that follow it, so nothing between events is dropped or detached."""
+    header: list[str] = []
+    blocks: list[list[str]] = []
+    for line in lines_with_endings(decode(raw)):
+        if line.replace("\r", "").startswith("- "):
+            blocks.append([line])
+        elif blocks:
+            blocks[-1].append(line)
+        else:
+            header.append(line)
+    return header, blocks
+
+
+def _bare(line: str) -> str:
+    return line.rstrip("\r\n")
+
+
+def _sort_keys(blocks: list[list[str]]) -> list[tuple[str, str]]:
+    """A key per block that never goes down within one side.
+
+    A timed stamp is its instant; a date-only stamp (or a line without one) takes the key of
+    the line above it when that is later, so sorting never moves a line above its own side's
+    predecessor: each side's order, and with it "the last line per path decides", survives.
+    """
+    keys: list[tuple[str, str]] = []
+    previous = ("", "")
+    for block in blocks:
+        match = EVENT_RE.match(_bare(block[0]))
+        if match:
+            stamp = match.group(1)
+            own = (stamp[:10], full_stamp(stamp)[11:19] if has_time(stamp) else "")
+            previous = max(previous, own)
+        keys.append(previous)
+    return keys
+
+
+def merge_ledgers(ours: bytes, theirs: bytes, base: bytes | None = None) -> bytes:
+    """Two copies of an append-only ledger as one: the union of their lines, an exact duplicate
+    kept once, stable-sorted by stamp (ties keep ours first). ``base`` is accepted for the
+    three-way call shape but not needed: nothing is ever removed from a ledger, so a line on
+    either side stays. Line endings are kept line by line."""
+    if ours == theirs or not theirs:
+        return ours
+    if not ours:
+        return theirs
+    our_header, our_blocks = _ledger_parts(ours)
+    their_header, their_blocks = _ledger_parts(theirs)
+    present = {_bare(line) for line in our_header}
+    header = our_header + [line for line in their_header if _bare(line).strip() and _bare(line) not in present]
+    # Multiset union: a block appears as often as on the side that has it most often.
+    seen: dict[tuple[str, ...], int] = {}
+    for block in our_blocks:
+        key = tuple(_bare(line) for line in block)
+        seen[key] = seen.get(key, 0) + 1
+    keyed = list(zip(_sort_keys(our_blocks), our_blocks, strict=True))
+    for sort_key, block in zip(_sort_keys(their_blocks), their_blocks, strict=True):
+        key = tuple(_bare(line) for line in block)
+        if seen.get(key, 0) > 0:
+            seen[key] -= 1
+            continue
+        keyed.append((sort_key, block))
+    keyed.sort(key=lambda item: item[0])  # stable: ours before theirs on equal keys
+    lines = header + [line for _, block in keyed for line in block]
+    ending = dominant_ending(decode(ours))
+    out = [line if line.endswith("\n") else line + ending for line in lines[:-1]]
+    out += lines[-1:]
+    return encode("".join(out))

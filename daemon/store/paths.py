@@ -67,3 +67,31 @@ def archived_path(tier_path: str) -> str:
 
 def strip_archive(path: str) -> str:
     return path[len(ARCHIVE_PREFIX):] if path.startswith(ARCHIVE_PREFIX) else path
+
+
+# -- sync classes (STORE-FORMAT.md 1.1): what may cross machines ----------------------------
+
+SHARED_DIRS: tuple[str, ...] = (*TIERS, "evidence", "archive", "inbox")
+LOCAL_DIRS: tuple[str, ...] = ("data", "local", "bin")
+UPDATER_FILES: tuple[str, ...] = ("distill-process.md", "distill-monitor.md")
+
+SyncClass = Literal["shared", "local", "other"]
+
+
+def sync_class(path: str) -> SyncClass:
+    """``shared``: tracked and synced; ``local``: never leaves this machine; ``other``: not a
+    store file at all (a README the user tracks, the repository's own .gitignore).
+
+    Only Markdown files are shared: a swap file or a stray binary in a tier folder is not
+    knowledge. Every dotfile anywhere is local (locks, status, editors' temporary files).
+    """
+    parts = path.split("/")
+    if any(part.startswith(".") for part in parts) or path in UPDATER_FILES:
+        return "local"
+    if parts[0] in LOCAL_DIRS:
+        return "local"
+    if path in (SPINE, CATALOG):
+        return "shared"
+    if len(parts) > 1 and parts[0] in SHARED_DIRS and path.endswith(".md") and all(parts):
+        return "shared"
+    return "other"

@@ -7,6 +7,7 @@ as raw bytes. Nothing here writes.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -184,4 +185,17 @@ def take_snapshot(store: Path | str) -> Snapshot:
     for path in wanted:
         if path in snapshot.files and path not in snapshot.contents:
             _read(root, path, snapshot)
+    return snapshot
+
+
+def snapshot_from_files(root: Path, files: Mapping[str, bytes]) -> Snapshot:
+    """A snapshot of a store held in memory (a merged tree, say), as ``take_snapshot`` would
+    read it from disk. ``root`` should be an empty directory: the checks never find anything
+    there that ``files`` does not hold."""
+    snapshot = Snapshot(root=root)
+    for path, raw in files.items():
+        top = path.split("/", 1)[0]
+        if path in (SPINE, CATALOG) or ("/" in path and top in SCANNED_DIRS):
+            snapshot.files.add(path)
+            snapshot.contents[path] = raw
     return snapshot

@@ -1,0 +1,427 @@
+"""Two machines' copies of a store as one: the sync merge rules, as functions over bytes.
+
+The rules (one per kind of file, no model call, no conflict markers, nothing lost):
+
+* ``archive/LEDGER.md``: the union of both sides' lines, sorted by stamp (``merge_ledgers``);
+* ``SPINE.md`` and evidence twins (line-oriented indexes and logs): our line edits replayed
+  onto theirs, so an entry removed on one machine and another added on the other both land;
+* any other knowledge file changed on both sides: theirs (the remote's) stays in place, ours is
+  kept whole as an inbox item for the next distillation to fold in;
+* the tree is then made to agree with the merged ledger's last event per path, ``CATALOG.md``
+  is rebuilt from the result, and C1-C3 run on it: a failure that neither side had blocks.
+
+Nothing here touches git: the caller hands in three sets of files (base, ours, theirs) and
+gets back the changes to make on top of ours.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import tempfile
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from difflib import SequenceMatcher
+from pathlib import Path
+from typing import Protocol
+
+from .caps import DEFAULT_CAPS, Caps
+from .catalog import render_catalog
+from .findings import Finding
+from .fs import line_ending_of, with_line_ending
+from .invariants import check_store
+from .ledger import Ledger, LedgerLine, merge_ledgers
+from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, TIERS, archived_path
+from .snapshot import snapshot_from_files
+from .spine import Spine, add_entry, find_entry, remove_pointer
+from .stamps import format_utc
+from .text import (
+    decode,
+    encode,
+    lines_with_endings,
+    sha256_hex,
+    sha256_norm_hex,
+    unescape_free_text,
+)
+
+INBOX_PREFIX = "inbox/"
+
+def has_conflict_markers(raw: bytes) -> bool:
+    """Does ``raw`` hold a conflict as git writes it: an opening marker, a separator and a
+    closing marker, in that order, each at the start of a line? A lone ``=======`` is a
+    Markdown heading underline, not a conflict."""
+    if b"<<<<<<<" not in raw:
+        return False
+    expect = 0  # 0: opening, 1: separator, 2: closing
+    for line in raw.split(b"\n"):
+        line = line.rstrip(b"\r")
+        if expect == 0 and (line == b"<<<<<<<" or line.startswith(b"<<<<<<< ")):
+            expect = 1
+        elif expect == 1 and line == b"=======":
+            expect = 2
+        elif expect == 2 and (line == b">>>>>>>" or line.startswith(b">>>>>>> ")):
+            return True
+    return False
+
+
+class FileSet(Protocol):
+    """One side of a merge: store-relative paths and their bytes, read on demand."""
+
+    def paths(self) -> Iterable[str]: ...
+
+    def get(self, path: str) -> bytes | None: ...
+
+    def ident(self, path: str) -> Hashable | None:
+        """Equal idents mean equal bytes (a blob id, or the bytes themselves); None: absent."""
+        ...
+
+
+class BytesFiles:
+    """A FileSet over a dict, for tests and small stores."""
+
+    def __init__(self, files: Mapping[str, bytes]) -> None:
+        self.files = dict(files)
+
+    def paths(self) -> Iterable[str]:
+        return self.files.keys()
+
+    def get(self, path: str) -> bytes | None:
+        return self.files.get(path)
+
+    def ident(self, path: str) -> Hashable | None:
+        return self.files.get(path)
+
+
+class _Overlay:
+    """Ours with the merge's changes on top: the merged store as it is being built."""
+
+    def __init__(self, ours: FileSet, changes: dict[str, bytes | None]) -> None:
+        self.ours = ours
+        self.changes = changes
+
+    def get(self, path: str) -> bytes | None:
+        if path in self.changes:
+            return self.changes[path]
+        return self.ours.get(path)
+
+    def paths(self) -> set[str]:
+        present = set(self.ours.paths())
+        for path, raw in self.changes.items():
+            if raw is None:
+                present.discard(path)
+            else:
+                present.add(path)
+        return present
+
+    def materialise(self) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for path in self.paths():
+            raw = self.get(path)
+            if raw is not None:
+                out[path] = raw
+        return out
+
+
+@dataclass(frozen=True)
+class Sides:
+    """How the inbox items name where a kept version came from."""
+
+    local: str = "local"
+    remote: str = "remote"
+
+
+@dataclass
+class StoreMerge:
+    changes: dict[str, bytes | None] = field(default_factory=dict)  # on top of ours; None deletes
+    inbox: list[str] = field(default_factory=list)  # sync-conflict items created
+    resolutions: list[str] = field(default_factory=list)  # one line per decision, for the log
+    blocked_by: list[Finding] = field(default_factory=list)  # failures the merge would introduce
+    inherited: list[Finding] = field(default_factory=list)  # failures one side already had
+
+    @property
+    def ok(self) -> bool:
+        return not self.blocked_by
+
+
+# -- line replay (SPINE.md, evidence twins) ------------------------------------------------
+
+def _key(line: str) -> str:
+    return line.rstrip("\r\n")
+
+
+def replay_lines(base: bytes, ours: bytes, theirs: bytes) -> bytes:
+    """Theirs with our line edits (against base) applied: the lines we removed go, the lines we
+    added come in at the matching place, after what theirs added there. A line both sides
+    added identically is kept once. Lines keep their own endings."""
+    b, o, t = (lines_with_endings(decode(raw)) for raw in (base, ours, theirs))
+    bk, ok, tk = [_key(x) for x in b], [_key(x) for x in o], [_key(x) for x in t]
+    base_to_theirs: dict[int, int] = {}
+    for block in SequenceMatcher(None, bk, tk, autojunk=False).get_matching_blocks():
+        for k in range(block.size):
+            base_to_theirs[block.a + k] = block.b + k
+    # Lines theirs added (by content), so a line both sides added is not doubled.
+    their_added: dict[str, int] = {}
+    for line in tk:
+        their_added[line] = their_added.get(line, 0) + 1
+    for line in bk:
+        if their_added.get(line):
+            their_added[line] -= 1
+    dropped: set[int] = set()
+    inserts: dict[int, list[str]] = {}
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, bk, ok, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        dropped.update(base_to_theirs[i] for i in range(i1, i2) if i in base_to_theirs)
+        if j1 == j2:
+            continue
+        # Before the next base line theirs still has (so after whatever theirs added in the
+        # same gap), or at the end.
+        at = next((base_to_theirs[i] for i in range(i1, len(b)) if i in base_to_theirs), len(t))
+        for line in o[j1:j2]:
+            if _key(line).strip() and their_added.get(_key(line)):
+                their_added[_key(line)] -= 1
+                continue
+            inserts.setdefault(at, []).append(line)
+    out: list[str] = []
+    for index, line in enumerate(t):
+        out += inserts.get(index, [])
+        if index not in dropped:
+            out.append(line)
+    out += inserts.get(len(t), [])
+    ending = "\r\n" if line_ending_of(theirs or ours) == b"\r\n" else "\n"
+    fixed = [line if line.endswith("\n") else line + ending for line in out[:-1]] + out[-1:]
+    return encode("".join(fixed))
+
+
+# -- sync-conflict inbox items -------------------------------------------------------------
+
+def _slug(path: str) -> str:
+    stem = path.removesuffix(".md")
+    slug = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-")
+    return slug[:60].rstrip("-") or "file"
+
+
+def _domain_hint(path: str) -> str | None:
+    for prefix in (ARCHIVE_PREFIX, EVIDENCE_PREFIX):
+        path = path.removeprefix(prefix)
+    top = path.split("/", 1)[0]
+    return top if top in TIERS else None
+
+
+def conflict_item(path: str, raw: bytes, kept_from: str, now: datetime, note: str) -> bytes:
+    """An inbox item holding ``raw`` whole, after a frontmatter saying where it came from."""
+    ending = line_ending_of(raw) if raw else b"\n"
+    head = ["---", "origin: sync-conflict", f"created: {format_utc(now)}", f"conflict_path: {path}",
+            f"kept_from: {kept_from}", f"note: {note}"]
+    hint = _domain_hint(path)
+    if hint:
+        head.append(f"domain_hint: {hint}")
+    head += ["---", "", ""]
+    return with_line_ending(encode("\n".join(head)), ending) + raw
+
+
+class _Inbox:
+    def __init__(self, now: datetime, token: Callable[[], str], taken: Callable[[str], bool]) -> None:
+        self.now, self.token, self.taken = now, token, taken
+
+    def name(self, path: str) -> str:
+        stamp = self.now.strftime("%Y%m%dT%H%M%SZ")
+        while True:
+            candidate = f"{INBOX_PREFIX}{stamp}-{self.token()}-sync-conflict-{_slug(path)}.md"
+            if not self.taken(candidate):
+                return candidate
+
+
+# -- the merge -----------------------------------------------------------------------------
+
+class _Merger:
+    def __init__(self, base: FileSet, ours: FileSet, theirs: FileSet, sides: Sides, now: datetime,
+                 token: Callable[[], str]) -> None:
+        self.base, self.ours, self.theirs, self.sides, self.now = base, ours, theirs, sides, now
+        self.result = StoreMerge()
+        self.view = _Overlay(ours, self.result.changes)
+        self.inbox = _Inbox(now, token, lambda p: self.view.get(p) is not None)
+        self.touched: set[str] = set()
+
+    def set(self, path: str, raw: bytes | None) -> None:
+        if raw == self.ours.get(path):
+            self.result.changes.pop(path, None)
+        else:
+            self.result.changes[path] = raw
+
+    def keep_in_inbox(self, path: str, raw: bytes, kept_from: str, note: str) -> None:
+        name = self.inbox.name(path)
+        self.set(name, conflict_item(path, raw, kept_from, self.now, note))
+        self.result.inbox.append(name)
+        self.result.resolutions.append(f"{path}: {kept_from} version kept whole as {name}")
+
+    # -- per-file rules ----------------------------------------------------------------
+    def files(self) -> None:
+        every = set(self.base.paths()) | set(self.ours.paths()) | set(self.theirs.paths())
+        for path in sorted(every - {LEDGER, CATALOG}):
+            b, o, t = self.base.ident(path), self.ours.ident(path), self.theirs.ident(path)
+            if o == t:
+                continue
+            if o == b:
+                self.touched.add(path)
+                self.set(path, self.theirs.get(path))
+                continue
+            self.touched.add(path)
+            if t == b:
+                continue
+            self.both_changed(path)
+
+    def both_changed(self, path: str) -> None:
+        ours, theirs = self.ours.get(path), self.theirs.get(path)
+        if (path == SPINE or path.startswith(EVIDENCE_PREFIX)) and ours is not None and theirs is not None:
+            self.set(path, replay_lines(self.base.get(path) or b"", ours, theirs))
+            self.result.resolutions.append(f"{path}: changed on both sides; line edits of both kept")
+            return
+        self.set(path, theirs)
+        if path.startswith(ARCHIVE_PREFIX):
+            return  # archived bytes are never rewritten: the ledger decides which copy stays
+        if ours is not None:
+            self.keep_in_inbox(path, ours, self.sides.local,
+                               f"changed on both machines; the {self.sides.remote} version stays at {path}")
+
+    def ledger(self) -> Ledger | None:
+        ours, theirs = self.ours.get(LEDGER), self.theirs.get(LEDGER)
+        if ours != theirs:
+            merged = merge_ledgers(ours or b"", theirs or b"", self.base.get(LEDGER))
+            self.set(LEDGER, merged)
+            self.touched.add(LEDGER)
+            if ours is not None and theirs is not None:
+                self.result.resolutions.append(f"{LEDGER}: union of both sides' lines, sorted by stamp")
+        raw = self.view.get(LEDGER)
+        return Ledger(raw) if raw is not None else None
+
+    # -- the tree agrees with the ledger's last event per path --------------------------
+    def agree_with(self, ledger: Ledger) -> None:
+        for path, event in sorted(ledger.last_event_by_path.items()):
+            archived = archived_path(path)
+            if path not in self.touched and archived not in self.touched:
+                continue  # neither side moved it: nothing this merge should decide
+            if event.is_archive:
+                self.make_archived(path, archived, event)
+            else:
+                self.make_restored(path, archived, ledger)
+
+    def _versions(self, *paths: str) -> list[tuple[str, bytes]]:
+        found: list[tuple[str, bytes]] = []
+        for side, files in ((self.sides.remote, self.theirs), (self.sides.local, self.ours)):
+            for path in paths:
+                raw = files.get(path)
+                if raw is not None:
+                    found.append((side, raw))
+        return found
+
+    def make_archived(self, path: str, archived: str, event: LedgerLine) -> None:
+        want, want_norm = event.value("sha256"), event.value("sha256-norm")
+
+        def matches(raw: bytes) -> bool:
+            return sha256_hex(raw) == want or (want_norm is not None and sha256_norm_hex(raw) == want_norm)
+
+        current = self.view.get(archived)
+        chosen = current
+        if current is None or not matches(current):
+            pick = next((raw for _, raw in self._versions(archived, path) if matches(raw)), None)
+            if pick is not None:
+                chosen = pick
+                self.set(archived, pick)
+                self.result.resolutions.append(f"{archived}: the copy the ledger's checksum names")
+        kept = {chosen}
+        for side, raw in self._versions(archived):
+            if raw not in kept:
+                kept.add(raw)
+                self.keep_in_inbox(archived, raw, side, "a second archived copy; the ledger names the other one")
+        active = self.view.get(path)
+        if active is not None and chosen is not None:
+            self.set(path, None)
+            self.result.resolutions.append(f"{path}: archived, as the ledger's last event says")
+            if active not in kept:
+                side = self.sides.remote if active == self.theirs.get(path) else self.sides.local
+                self.keep_in_inbox(path, active, side, f"edited while the other machine archived it to {archived}")
+        self.drop_pointer(path, event)
+
+    def drop_pointer(self, path: str, event: LedgerLine) -> None:
+        raw = self.view.get(SPINE)
+        if raw is None or self.view.get(path) is not None:
+            return
+        spine = Spine(raw)
+        entry = find_entry(spine, path)
+        removal = remove_pointer(spine, path)
+        if entry is None or removal is None:
+            return
+        self.set(SPINE, encode(removal.text))
+        self.result.resolutions.append(f"{SPINE}: pointer to archived {path} removed")
+        saved = unescape_free_text(event.value("spine-entry") or "")
+        if removal.whole_entry and entry.joined != saved:
+            lines = lines_with_endings(decode(raw))[entry.line_index:entry.line_index + entry.line_count]
+            self.keep_in_inbox(SPINE, encode("".join(lines)), "merged SPINE",
+                               f"the SPINE entry for {path}, which the ledger archived; it differs from the "
+                               "entry the ledger saved")
+
+    def make_restored(self, path: str, archived: str, ledger: Ledger) -> None:
+        if self.view.get(path) is None:
+            version = next((raw for _, raw in self._versions(path)), None)
+            if version is None:
+                return  # nothing to restore from: C2 reports the disagreement and blocks
+            self.set(path, version)
+        stale = self.view.get(archived)
+        if stale is not None:
+            self.set(archived, None)
+            self.result.resolutions.append(f"{archived}: removed, the ledger's last event restores {path}")
+            if stale != self.base.get(archived):
+                side = self.sides.remote if stale == self.theirs.get(archived) else self.sides.local
+                self.keep_in_inbox(archived, stale, side, f"archived on one machine while {path} was restored")
+        raw = self.view.get(SPINE)
+        if raw is not None and find_entry(Spine(raw), path) is None:
+            line = ledger.last_archive_line(archived)
+            saved = unescape_free_text(line.value("spine-entry") or "") if line else ""
+            if saved.startswith("- ["):
+                self.set(SPINE, encode(add_entry(Spine(raw), saved, path)))
+                self.result.resolutions.append(f"{SPINE}: entry for restored {path} re-added from the ledger")
+
+    # -- derived file and checks --------------------------------------------------------
+    def catalog_and_checks(self, caps: Caps) -> None:
+        with tempfile.TemporaryDirectory(prefix="distilld-merge-") as empty:
+            root = Path(empty)
+            merged = snapshot_from_files(root, self.view.materialise())
+            if self.ours.get(CATALOG) is not None or self.theirs.get(CATALOG) is not None:
+                existing = self.theirs.get(CATALOG) or self.ours.get(CATALOG) or b""
+                text = render_catalog(merged, self.now)
+                self.set(CATALOG, with_line_ending(encode(text), line_ending_of(existing)))
+                if self.ours.get(CATALOG) != self.theirs.get(CATALOG):
+                    self.result.resolutions.append(f"{CATALOG}: rebuilt from the merged tree and ledger")
+                merged = snapshot_from_files(root, self.view.materialise())
+            failing = [f for f in check_store(merged, caps) if f.severity == "fail"]
+            if not failing:
+                return
+            before: set[tuple[str, str, str]] = set()
+            for side in (self.ours, self.theirs):
+                files = {p: raw for p in side.paths() if (raw := side.get(p)) is not None}
+                before |= {(f.group, f.code, f.message) for f in check_store(snapshot_from_files(root, files), caps)
+                           if f.severity == "fail"}
+        for finding in failing:
+            key = (finding.group, finding.code, finding.message)
+            (self.result.inherited if key in before else self.result.blocked_by).append(finding)
+
+    def markers(self) -> None:
+        for path, raw in sorted(self.result.changes.items()):
+            if raw is not None and has_conflict_markers(raw):
+                self.result.blocked_by.append(Finding("C2", "conflict-markers", path,
+                                                      f"{path} holds git conflict markers"))
+
+
+def merge_stores(base: FileSet, ours: FileSet, theirs: FileSet, now: datetime, sides: Sides = Sides(),
+                 caps: Caps = DEFAULT_CAPS, token: Callable[[], str] = lambda: secrets.token_hex(2)) -> StoreMerge:
+    """Merge theirs into ours (both descended from base); see the module docstring."""
+    merger = _Merger(base, ours, theirs, sides, now, token)
+    merger.files()
+    ledger = merger.ledger()
+    if ledger is not None:
+        merger.agree_with(ledger)
+    merger.catalog_and_checks(caps)
+    merger.markers()
+    return merger.result
