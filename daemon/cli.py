@@ -165,6 +165,85 @@ def restore(ctx: click.Context, path: str, store: Path | None, wait: float, as_j
     ctx.exit(0 if outcome.ok else 1)
 
 
+# -- git: init and sync (the actions import pygit2 lazily, so other commands stay light) ------
+
+def _git_identity(name: str, email: str) -> Any:
+    from .gitstore.commit import Identity
+
+    return Identity(name, email)
+
+
+def _git_credentials(ssh_key: Path | None) -> Any:
+    from .gitstore.auth import Credentials
+
+    return Credentials(ssh_key=ssh_key)
+
+
+def git_options(command: Any) -> Any:
+    """Author and credential options shared by `init` and `sync` (machine-local, never stored)."""
+    command = click.option("--ssh-key", type=click.Path(path_type=Path, dir_okay=False), envvar="DISTILLD_SSH_KEY",
+                           help="Private key for an ssh remote (its .pub beside it); else the ssh agent.")(command)
+    command = click.option("--author-email", default="distilld@localhost", show_default=True,
+                           envvar="DISTILLD_GIT_EMAIL", help="Email on distilld's commits.")(command)
+    command = click.option("--author-name", default="distilld", show_default=True,
+                           envvar="DISTILLD_GIT_NAME", help="Name on distilld's commits.")(command)
+    return command
+
+
+@cli.command()
+@store_argument
+@click.option("--remote", "remote_url", metavar="URL",
+              help="Remote to sync with; kept in the repository's own .git/config, never in the store.")
+@click.option("--branch", metavar="NAME",
+              help="Branch of a new repository (default main). An existing repository keeps its branch.")
+@git_options
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.pass_context
+def init(ctx: click.Context, store: Path | None, remote_url: str | None, branch: str | None, author_name: str,
+         author_email: str, ssh_key: Path | None, as_json: bool) -> None:
+    """Make the store a git repository, or adopt the one it already is.
+
+    An existing repository is used as it is: never re-initialised, never switched to another
+    branch. distilld writes .gitattributes (no line-ending or content conversion), an allow-list
+    .gitignore (only SPINE.md, CATALOG.md, the tier folders, evidence/, archive/ and inbox/ are
+    tracked; data/, local/, bin/ and dotfiles never are), sets core.autocrlf=false for this
+    repository, and commits what is shared. With --remote and no commit yet, the remote's branch
+    is checked out first: that is how a second machine joins. Exit 1 on a byte mismatch.
+    """
+    from .actions import sync as sync_action
+
+    outcome = sync_action.run_init(_store(store), _policy(ctx), _now, remote_url, branch,
+                                   _git_identity(author_name, author_email), _git_credentials(ssh_key))
+    _emit((sync_action.render_init_json if as_json else sync_action.render_init_text)(outcome), as_json)
+    ctx.exit(1 if outcome.mismatches else 0)
+
+
+@cli.command()
+@store_argument
+@click.option("--remote", "remote_name", metavar="NAME",
+              help="Remote to sync with (default: the one `distilld init` set up, origin).")
+@git_options
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def sync(ctx: click.Context, store: Path | None, remote_name: str | None, author_name: str, author_email: str,
+         ssh_key: Path | None, as_json: bool) -> None:
+    """Commit what agents wrote, fetch, take in the remote's changes, verify the bytes, push.
+
+    Behind: a fast-forward that never overwrites uncommitted edits. Diverged: a merge by the
+    store's rules (ledger lines united in stamp order, the catalog rebuilt, a file changed on both
+    machines kept whole in inbox/), committed only if the store still passes C1-C3. Pushes
+    whenever ahead; never force-pushes. A manual sync ignores the backoff of failed scheduled
+    ones. Exit 0 in sync; 1 skipped (git busy, a distillation running), blocked, offline, push
+    failed, or a byte mismatch; 2 on errors.
+    """
+    from .actions import sync as sync_action
+
+    report = sync_action.run_sync(_store(store), _policy(ctx), _now, _git_identity(author_name, author_email),
+                                  _git_credentials(ssh_key), remote=remote_name)
+    _emit((sync_action.render_sync_json if as_json else sync_action.render_sync_text)(report), as_json)
+    ctx.exit(0 if report.ok else 1)
+
+
 # -- the daemon: run, status, log, config, lifecycle, service, and its control socket ----------
 # Imports stay inside the commands: `distilld check` should not pay for watchdog or apscheduler.
 

@@ -1,0 +1,234 @@
+"""`distilld init` and `distilld sync`, and one commit per maintenance operation.
+
+Orchestration over gitstore: the store's .lock is held whenever the work tree is written (a
+pull) or agents' changes are read for a commit, and is never waited for: a running
+distillation means "skipped, retry later".
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..engine.lock import StoreLock, default_owner
+from ..errors import LockHeld, LockLost
+from ..gitstore.auth import Credentials, apply_timeouts
+from ..gitstore.commit import (
+    CommitResult,
+    Identity,
+    commit_agent_changes,
+    commit_operation,
+    head_commit,
+    new_pass_id,
+    work_tree_ids,
+    working_changes,
+)
+from ..gitstore.errors import CommitRefused, GitBusy, GitStoreError, NotAStoreRepo, RemoteError
+from ..gitstore.repo import InitReport, StoreRepo, init_store, open_store, write_managed_files
+from ..gitstore.sync import SyncReport, fetch, integrate, sync_store
+from ..gitstore.verify import verify_pull
+from ..policy import Policy
+
+DEFAULT_IDENTITY = Identity()
+
+
+def lock_holder(root: Path, policy: Policy, owner: str | None = None) -> Callable[[], AbstractContextManager[object]]:
+    """Take the store's .lock without waiting; a held lock becomes GitBusy (skip, retry later)."""
+
+    @contextmanager
+    def hold() -> Iterator[object]:
+        lock = StoreLock.from_policy(root, owner or default_owner(), policy.lock)
+        try:
+            lock.acquire(0)
+        except LockHeld as held:
+            who = f"by {held.owner} for {held.age} s" if held.owner else "contended"
+            raise GitBusy(f"{root}/.lock is held ({who}): a distillation is running; its changes are "
+                          "committed and synced once it has finished") from None
+        try:
+            yield lock
+        finally:
+            try:
+                lock.release()
+            except LockLost:
+                pass
+
+    return hold
+
+
+# -- init --------------------------------------------------------------------------------------
+
+@dataclass
+class InitOutcome:
+    report: InitReport
+    checked_out: str | None = None
+    commit: CommitResult | None = None
+    mismatches: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        report = {**asdict(self.report), "root": str(self.report.root)}
+        return {
+            "report": report,
+            "checked_out": self.checked_out,
+            "commit": asdict(self.commit) if self.commit else None,
+            "mismatches": self.mismatches,
+        }
+
+
+def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_url: str | None = None,
+             branch: str | None = None, identity: Identity = DEFAULT_IDENTITY,
+             credentials: Credentials | None = None) -> InitOutcome:
+    """Adopt or create the store's repository. With a remote and no commit yet, the remote's
+    branch is checked out first (a second machine joining); then whatever is shared and not yet
+    committed (the attribute and ignore files included) becomes the first commit."""
+    repo_store, report = init_store(store, branch, remote_url)
+    outcome = InitOutcome(report)
+    hold = lock_holder(repo_store.root, policy)
+    if repo_store.has_remote() and head_commit(repo_store.repo) is None:
+        apply_timeouts()
+        try:
+            fetch(repo_store, credentials)
+        except RemoteError as error:
+            report.notes.append(f"{error}; `distilld sync` tries again")
+        else:
+            with hold():
+                now = clock()
+                done = integrate(repo_store, now, identity.signature(now))
+            if done.kind == "blocked":
+                raise GitStoreError(f"{repo_store.root}: cannot check out {repo_store.remote}/{repo_store.branch}: "
+                                    f"{done.reason}")
+            if done.kind == "first-checkout" and done.new is not None:
+                outcome.checked_out = done.commit
+                outcome.mismatches = [str(m) for m in verify_pull(repo_store, None, done.new, full=True)]
+    report.wrote = write_managed_files(repo_store.root)
+    with hold():
+        now = clock()
+        outcome.commit = commit_agent_changes(repo_store, identity.signature(now), new_pass_id(now), time.time(),
+                                              operation="adopt", subject="distilld: adopt the store")
+    return outcome
+
+
+def render_init_text(outcome: InitOutcome) -> str:
+    report = outcome.report
+    how = "created a repository" if report.created else "adopted the repository"
+    out = [f"{report.root}: {how} on branch {report.branch}"]
+    out.append(f"remote: {report.remote_url}" if report.remote_url else
+               "remote: none (pass --remote URL to sync with one)")
+    out += [f"wrote {name}" for name in report.wrote]
+    if outcome.checked_out:
+        out.append(f"checked out {outcome.checked_out[:12]} from the remote")
+    out += [f"BYTE MISMATCH: {m}" for m in outcome.mismatches]
+    commit = outcome.commit
+    if commit and commit.commit:
+        out.append(f"committed {commit.commit[:12]}: {len(commit.paths)} file(s)")
+    if commit:
+        out += [f"not committed: {why}" for _, why in commit.skipped]
+        out += [f"note: {n}" for n in commit.notes]
+    out += [f"note: {n}" for n in report.notes]
+    return "\n".join(out) + "\n"
+
+
+def render_init_json(outcome: InitOutcome) -> str:
+    return json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+# -- sync --------------------------------------------------------------------------------------
+
+def run_sync(store: Path, policy: Policy, clock: Callable[[], datetime], identity: Identity = DEFAULT_IDENTITY,
+             credentials: Credentials | None = None, remote: str | None = None, scheduled: bool = False,
+             quiet_seconds: float = 0.0) -> SyncReport:
+    """One sync. A manual run (``scheduled=False``) ignores the backoff."""
+    repo_store = open_store(store)
+    if remote is not None:
+        if remote not in repo_store.repo.remotes.names():
+            raise GitStoreError(f"{repo_store.root}: no remote named {remote!r}; "
+                                f"`git -C {repo_store.root} remote -v` lists them")
+        repo_store.remote = remote
+    return sync_store(repo_store, clock, identity, lock_holder(repo_store.root, policy), credentials,
+                      scheduled=scheduled, quiet_seconds=quiet_seconds, caps=policy.caps)
+
+
+def render_sync_text(report: SyncReport) -> str:
+    headline = {
+        "up-to-date": "up to date",
+        "synced": "synced",
+        "skipped": "SKIPPED",
+        "blocked": "BLOCKED",
+        "offline": "OFFLINE",
+        "push-failed": "PUSH FAILED",
+        "mismatch": "BYTE MISMATCH",
+    }[report.state]
+    out = [f"{report.store}: {headline}" + (f": {report.reason}" if report.reason else "")]
+    if report.integration and report.integration not in ("up-to-date", "ahead", "no-remote-branch"):
+        out.append(f"remote changes: {report.integration}")
+    out += [f"committed {c[:12]}" for c in report.commits]
+    if report.pushed:
+        out.append("pushed")
+    out += [f"resolved: {r}" for r in report.resolutions]
+    out += [f"kept in the inbox: {p}" for p in report.inbox]
+    out += [f"BYTE MISMATCH: {m}" for m in report.mismatches]
+    if report.ahead or report.behind:
+        out.append(f"ahead {report.ahead}, behind {report.behind}")
+    if report.retry_at:
+        out.append(f"next automatic try after {report.retry_at}")
+    out += [f"note: {n}" for n in report.notes]
+    return "\n".join(out) + "\n"
+
+
+def render_sync_json(report: SyncReport) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+# -- one commit per maintenance operation --------------------------------------------------------
+
+@dataclass
+class OperationRecord:
+    """Filled in by the caller while the operation runs; committed when it returns."""
+
+    operation: str
+    pass_id: str
+    subject: str | None = None
+    body: list[str] = field(default_factory=list)
+    result: CommitResult | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def committed_operation(store: Path, operation: str, policy: Policy, clock: Callable[[], datetime],
+                        identity: Identity = DEFAULT_IDENTITY) -> Iterator[OperationRecord]:
+    """Run a maintenance operation inside ``with``; it becomes one commit of exactly the paths
+    it changed. What agents wrote before it is committed first, as its own commit. A store that
+    is not a distilld repository, or a busy git, only leaves a note: the operation still runs."""
+    now = clock()
+    record = OperationRecord(operation, new_pass_id(now))
+    try:
+        repo_store: StoreRepo | None = open_store(store)
+    except NotAStoreRepo:
+        repo_store = None
+    before: dict[str, str | None] = {}
+    if repo_store is not None:
+        try:
+            with lock_holder(repo_store.root, policy)():
+                captured = commit_agent_changes(repo_store, identity.signature(now), new_pass_id(now), time.time())
+            record.notes += [f"{p}: not committed: {why}" for p, why in captured.skipped]
+        except GitBusy as busy:
+            record.notes.append(f"agents' changes not committed first: {busy}")
+        before = work_tree_ids(repo_store, working_changes(repo_store).paths)
+    yield record
+    if repo_store is None:
+        return
+    changed = working_changes(repo_store).paths
+    after = work_tree_ids(repo_store, changed)
+    touched = [p for p in changed if before.get(p, "absent") != after[p]]
+    now = clock()
+    try:
+        record.result = commit_operation(repo_store, operation, touched, record.subject or f"distilld: {operation}",
+                                         identity.signature(now), record.pass_id, record.body)
+    except (GitBusy, GitStoreError, CommitRefused) as error:
+        # The operation itself is done; its changes wait for the next commit of agents' changes.
+        record.notes.append(f"the {operation} was not committed: {error}")

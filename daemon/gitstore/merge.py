@@ -1,0 +1,153 @@
+"""The git side of a diverged sync: read the three trees, let store.merge decide every store
+file, merge the few non-store files git tracks only when one side changed them, and write the
+merge commit. Nothing here touches the work tree or moves a branch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pygit2
+from pygit2.enums import FileMode
+
+from ..store.caps import Caps
+from ..store.merge import Sides, StoreMerge, has_conflict_markers, merge_stores
+from ..store.paths import sync_class
+from .commit import message
+from .repo import MANAGED_FILES
+
+Flat = dict[str, tuple[pygit2.Oid, int]]
+
+
+def flatten(tree: pygit2.Tree | None) -> Flat:
+    """Every file of ``tree`` by path, with its blob id and mode."""
+    out: Flat = {}
+    if tree is None:
+        return out
+    stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
+    while stack:
+        prefix, current = stack.pop()
+        for entry in current:
+            path = prefix + (entry.name or "")
+            if isinstance(entry, pygit2.Tree):
+                stack.append((path + "/", entry))
+            else:
+                out[path] = (entry.id, int(entry.filemode))
+    return out
+
+
+def is_store_path(path: str) -> bool:
+    return sync_class(path) == "shared"
+
+
+class TreeFiles:
+    """A FileSet over one tree's store files; blobs are read on demand."""
+
+    def __init__(self, repo: pygit2.Repository, flat: Flat) -> None:
+        self.repo = repo
+        self.entries = {p: e for p, e in flat.items() if is_store_path(p)}
+
+    def paths(self) -> Iterable[str]:
+        return self.entries.keys()
+
+    def get(self, path: str) -> bytes | None:
+        entry = self.entries.get(path)
+        if entry is None:
+            return None
+        blob = self.repo[entry[0]]
+        return blob.data if isinstance(blob, pygit2.Blob) else None
+
+    def ident(self, path: str) -> Hashable | None:
+        entry = self.entries.get(path)
+        return entry[0] if entry else None
+
+
+def incoming_problems(repo: pygit2.Repository, before: Flat, after: Flat) -> list[str]:
+    """What the remote's side brings that distilld must not take in: machine-local paths,
+    symlinks and submodules, and files holding conflict markers."""
+    problems: list[str] = []
+    for path in sorted(set(after) | set(before)):
+        entry = after.get(path)
+        if entry is None or entry == before.get(path):
+            continue
+        oid, mode = entry
+        if path not in MANAGED_FILES and sync_class(path) == "local":
+            problems.append(f"{path}: the remote tracks a machine-local path; distilld never takes one in")
+        elif mode == FileMode.LINK:
+            problems.append(f"{path}: the remote holds a symlink; the store holds none")
+        elif mode == FileMode.COMMIT:
+            problems.append(f"{path}: the remote holds a submodule; the store holds none")
+        elif is_store_path(path):
+            blob = repo[oid]
+            if isinstance(blob, pygit2.Blob) and has_conflict_markers(blob.data):
+                problems.append(f"{path}: the remote's version holds git conflict markers")
+    return problems
+
+
+@dataclass
+class TreeMerge:
+    problems: list[str] = field(default_factory=list)
+    store: StoreMerge | None = None
+    commit: pygit2.Oid | None = None
+    changed: list[str] = field(default_factory=list)  # paths that differ from ours
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and (self.store is None or self.store.ok)
+
+
+def merge_commits(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit, base: pygit2.Commit,
+                  now: datetime, signature: pygit2.Signature, pass_id: str, caps: Caps, sides: Sides,
+                  remote_label: str, token: Callable[[], str] | None = None) -> TreeMerge:
+    """Merge ``theirs`` into ``ours``; on success ``commit`` is a new merge commit (no ref moved)."""
+    flats = {name: flatten(c.tree) for name, c in (("base", base), ("ours", ours), ("theirs", theirs))}
+    result = TreeMerge(problems=incoming_problems(repo, flats["base"], flats["theirs"]))
+    # Files that are not store files: taken from whichever side changed them, never merged.
+    other: dict[str, tuple[pygit2.Oid, int] | None] = {}
+    for path in sorted(set().union(*(set(f) for f in flats.values()))):
+        if is_store_path(path):
+            continue
+        b, o, t = (flats[n].get(path) for n in ("base", "ours", "theirs"))
+        if o == t or t == b:
+            continue
+        if o == b:
+            other[path] = t
+        else:
+            result.problems.append(f"{path}: changed on both machines and not a store file; distilld will not "
+                                   "merge it (merge it with git yourself)")
+    if result.problems:
+        return result
+    extra = {"token": token} if token else {}
+    store = merge_stores(TreeFiles(repo, flats["base"]), TreeFiles(repo, flats["ours"]),
+                         TreeFiles(repo, flats["theirs"]), now, sides, caps, **extra)
+    result.store = store
+    if not store.ok:
+        return result
+    private = pygit2.Index()
+    private.read_tree(ours.tree)
+    for path, entry in other.items():
+        if entry is None:
+            private.remove(path)
+        else:
+            private.add(pygit2.IndexEntry(path, entry[0], FileMode(entry[1])))
+    for path, raw in store.changes.items():
+        if raw is None:
+            if path in flats["ours"]:
+                private.remove(path)
+        else:
+            private.add(pygit2.IndexEntry(path, repo.create_blob(raw), FileMode.BLOB))
+    result.changed = sorted(set(other) | set(store.changes))
+    tree = private.write_tree(repo)
+    body: list[str] = []
+    if store.resolutions:
+        body += ["Resolutions:", *(f"    {line}" for line in store.resolutions)]
+    if store.inherited:
+        body += ["Failures both sides already had (not caused by this merge):",
+                 *(f"    [{f.group}] {f.message}" for f in store.inherited[:20])]
+    subject = f"distilld: merge {remote_label}"
+    if store.inbox:
+        subject += f" ({len(store.inbox)} version(s) kept in inbox/)"
+    text = message(subject, body, "sync-merge", pass_id, result.changed)
+    result.commit = repo.create_commit(None, signature, signature, text, tree, [ours.id, theirs.id])
+    return result

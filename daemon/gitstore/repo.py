@@ -1,0 +1,262 @@
+"""The store's repository: adopt an existing one as it is, or create one; keep its
+attributes, its allow-list ignore file and its repository-local config; say when git is busy.
+
+distilld's machine-local choices (which branch and which remote it syncs) live in the
+repository's own ``.git/config`` under ``distilld.*``: never in a tracked file.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import RepositoryState
+
+from ..store import fs
+from ..store.paths import SHARED_DIRS
+from .errors import GitBusy, GitStoreError, NotAStoreRepo
+
+ATTRIBUTES = ".gitattributes"
+IGNORE = ".gitignore"
+MANAGED_FILES: tuple[str, ...] = (ATTRIBUTES, IGNORE)
+BLOCK_START = "# >>> distilld (managed block: `distilld init` rewrites it) >>>"
+BLOCK_END = "# <<< distilld <<<"
+
+# The ledger's checksums are over raw bytes: no line-ending, encoding or filter conversion,
+# whatever a machine's own git configuration says.
+ATTRIBUTE_LINES: tuple[str, ...] = ("* -text -eol -crlf -ident -filter -working-tree-encoding",)
+
+# An allow-list: everything is ignored, then the shared set is let back in. Machine-local
+# files (data/, local/, bin/, dotfiles such as .lock and .lifecycle, the updater's instruction
+# files) are never named, so they stay ignored wherever they appear.
+IGNORE_LINES: tuple[str, ...] = (
+    "*",
+    "!*/",
+    "!*.md",
+    "/*/",
+    *(f"!/{name}/" for name in SHARED_DIRS),
+    "/*.md",
+    "!/SPINE.md",
+    "!/CATALOG.md",
+    ".*",
+    "!/.gitignore",
+    "!/.gitattributes",
+)
+
+BRANCH_KEY = "distilld.branch"
+REMOTE_KEY = "distilld.remote"
+DEFAULT_BRANCH = "main"
+DEFAULT_REMOTE = "origin"
+STATE_DIR = "distilld"  # inside .git: machine-local state (backoff, pending index repair)
+
+
+@dataclass
+class StoreRepo:
+    """An adopted store repository and the branch and remote distilld works with."""
+
+    repo: pygit2.Repository
+    root: Path
+    branch: str
+    remote: str
+
+    @property
+    def branch_ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
+    @property
+    def tracking_ref(self) -> str:
+        return f"refs/remotes/{self.remote}/{self.branch}"
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(self.repo.path) / STATE_DIR
+
+    def has_remote(self) -> bool:
+        return self.remote in self.repo.remotes.names()
+
+
+@dataclass
+class InitReport:
+    root: Path
+    created: bool
+    branch: str
+    remote_url: str | None
+    wrote: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _workdir(repo: pygit2.Repository) -> Path | None:
+    return Path(repo.workdir).resolve() if repo.workdir else None
+
+
+def discover(store: Path) -> pygit2.Repository | None:
+    """The repository whose work tree is exactly the store; None when there is none.
+
+    A store inside a bigger repository is refused rather than adopted: syncing would commit
+    or pull that repository's other files.
+    """
+    root = store.expanduser().resolve()
+    if not root.is_dir():
+        raise GitStoreError(f"{root}: no such store directory (create it, or pass the store's path)")
+    gitdir = pygit2.discover_repository(str(root))
+    if gitdir is None:
+        return None
+    repo = pygit2.Repository(gitdir)
+    workdir = _workdir(repo)
+    if workdir is None:
+        raise GitStoreError(f"{root}: {gitdir} is a bare repository; a store needs a work tree")
+    if workdir != root:
+        raise GitStoreError(
+            f"{root} lies inside the git repository at {workdir}; distilld keeps a store in a repository "
+            "of its own. Move the store out of that repository (or make it its own repository with "
+            "`git init` in the store), then run `distilld init` again."
+        )
+    return repo
+
+
+def open_store(store: Path) -> StoreRepo:
+    """The adopted repository of ``store``; NotAStoreRepo until `distilld init` has run."""
+    root = store.expanduser().resolve()
+    repo = discover(root)
+    if repo is None:
+        raise NotAStoreRepo(f"{root}: not a git repository; run `distilld init {store}` first")
+    config = repo.config
+    if BRANCH_KEY not in config:
+        raise NotAStoreRepo(f"{root}: this repository was not set up by distilld; run `distilld init {store}`")
+    remote = str(config[REMOTE_KEY]) if REMOTE_KEY in config else DEFAULT_REMOTE
+    return StoreRepo(repo, root, str(config[BRANCH_KEY]), remote)
+
+
+def current_branch(repo: pygit2.Repository) -> str | None:
+    """The branch HEAD names (born or not); None when HEAD is detached."""
+    if repo.head_is_detached:
+        return None
+    target = repo.references["HEAD"].target
+    name = target if isinstance(target, str) else ""
+    return name.removeprefix("refs/heads/") if name.startswith("refs/heads/") else None
+
+
+def init_store(store: Path, branch: str | None = None, remote_url: str | None = None,
+               remote: str = DEFAULT_REMOTE) -> tuple[StoreRepo, InitReport]:
+    """Adopt the store's repository as it is, or create one on ``branch`` (default main).
+
+    Never re-initialises and never switches the branch: an existing repository must already be
+    on the branch asked for. Sets the repository's own config and the remote; the attribute and
+    ignore files are ``write_managed_files``' job (after a first checkout, which they would block).
+    """
+    root = store.expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    repo = discover(root)
+    created = repo is None
+    if repo is None:
+        repo = pygit2.init_repository(str(root), initial_head=branch or DEFAULT_BRANCH)
+    on = current_branch(repo)
+    if on is None:
+        raise GitBusy(f"{root}: HEAD is detached; check out the branch distilld should keep the store on, "
+                      "then run `distilld init` again")
+    if branch is not None and on != branch:
+        raise GitStoreError(f"{root}: the repository is on branch {on!r}, not {branch!r}; distilld never "
+                            f"switches branches. Switch it yourself, or pass --branch {on}")
+    config = repo.config
+    config["core.autocrlf"] = False  # overrides a global autocrlf=true for this repository
+    config["core.safecrlf"] = False
+    config[BRANCH_KEY] = on
+    config[REMOTE_KEY] = remote
+    report = InitReport(root, created, on, remote_url)
+    if remote_url is not None:
+        set_remote(repo, remote, remote_url)
+    elif remote in repo.remotes.names():
+        report.remote_url = repo.remotes[remote].url
+    return StoreRepo(repo, root, on, remote), report
+
+
+def set_remote(repo: pygit2.Repository, name: str, url: str) -> None:
+    if name in repo.remotes.names():
+        existing = repo.remotes[name].url
+        if existing != url:
+            raise GitStoreError(
+                f"{repo.workdir}: remote {name!r} already points at {existing}; distilld will not change it. "
+                f"Run `git remote set-url {name} {url}` yourself if that is what you want."
+            )
+        return
+    repo.remotes.create(name, url)
+
+
+def _with_block(existing: str, lines: tuple[str, ...]) -> str:
+    """``existing`` with distilld's block replaced, or appended last (so that it wins: in both
+    files the last matching line decides). The user's own lines are kept."""
+    ending = "\r\n" if "\r\n" in existing else "\n"
+    block = ending.join((BLOCK_START, *lines, BLOCK_END)) + ending
+    start, end = existing.find(BLOCK_START), existing.find(BLOCK_END)
+    if start != -1 and end > start:
+        after = existing[end + len(BLOCK_END):]
+        after = after[len(ending):] if after.startswith(ending) else after.lstrip("\r\n")
+        return existing[:start] + block + after
+    if existing and not existing.endswith("\n"):
+        existing += ending
+    return existing + block
+
+
+def write_managed_files(root: Path) -> list[str]:
+    """Write distilld's block of .gitattributes and .gitignore; the names of files changed."""
+    wrote: list[str] = []
+    for name, lines in ((ATTRIBUTES, ATTRIBUTE_LINES), (IGNORE, IGNORE_LINES)):
+        path = root / name
+        try:
+            existing = path.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            existing = ""
+        except (OSError, UnicodeDecodeError) as error:
+            raise GitStoreError(f"{path}: cannot read it ({error}); fix or remove it, then run init again") from None
+        wanted = _with_block(existing, lines)
+        if wanted != existing:
+            fs.atomic_write(path, wanted.encode("utf-8"))
+            wrote.append(name)
+    return wrote
+
+
+# -- is git quiet enough to act? -------------------------------------------------------------
+
+STALE_GIT_LOCK_SECONDS = 600
+
+
+def _lock_note(path: Path, what: str) -> str:
+    try:
+        age = int(time.time() - path.stat().st_mtime)
+    except OSError:
+        age = 0
+    stale = (f"; it is {age} s old: if no git is running, a crashed one left it, and you may remove it"
+             if age >= STALE_GIT_LOCK_SECONDS else "")
+    return f"{path} is held ({what}){stale}"
+
+
+def busy_reason(store: StoreRepo) -> str | None:
+    """A reason to leave the repository alone for now, or None when distilld may act."""
+    repo = store.repo
+    gitdir = Path(repo.path)
+    if (gitdir / "index.lock").exists():
+        return _lock_note(gitdir / "index.lock", "another git process is using the index")
+    for name in ("HEAD.lock", f"refs/heads/{store.branch}.lock"):
+        if (gitdir / name).exists():
+            return _lock_note(gitdir / name, "another git process is moving a branch")
+    state = repo.state()
+    if state != RepositoryState.NONE:
+        return f"a git {state.name.lower().replace('_', ' ')} is in progress in {store.root}; finish or abort it"
+    if repo.head_is_detached:
+        return f"HEAD is detached in {store.root}; check out {store.branch} again"
+    on = current_branch(repo)
+    if on != store.branch:
+        return f"{store.root} is on branch {on}, and distilld keeps {store.branch}; switch back to {store.branch}"
+    index = repo.index
+    index.read(False)
+    if index.conflicts is not None:
+        return f"the index of {store.root} holds unresolved conflicts; resolve them"
+    return None
+
+
+def require_quiet(store: StoreRepo) -> None:
+    reason = busy_reason(store)
+    if reason is not None:
+        raise GitBusy(reason)

@@ -1,0 +1,88 @@
+"""Byte-exactness after a pull: the work tree holds exactly the commit's blobs, and every
+archived file still matches the checksum its ledger line recorded (STORE-FORMAT.md 5)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pygit2
+
+from ..store.ledger import Ledger
+from ..store.paths import LEDGER, archived_path
+from ..store.text import sha256_hex, sha256_norm_hex
+from .commit import tree_entry
+from .merge import flatten
+from .repo import StoreRepo
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    path: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}"
+
+
+def changed_between(old: pygit2.Tree | None, new: pygit2.Tree) -> list[str]:
+    """Paths a checkout from ``old`` to ``new`` wrote or removed."""
+    if old is None:
+        return sorted(flatten(new))  # a first checkout writes every file
+    paths: set[str] = set()
+    for delta in old.diff_to_tree(new).deltas:
+        paths.add(delta.old_file.path)
+        paths.add(delta.new_file.path)
+    return sorted(paths)
+
+
+def verify_paths(store: StoreRepo, tree: pygit2.Tree, paths: Iterable[str]) -> list[Mismatch]:
+    """Each path's bytes on disk against the tree's blob (absent where the tree has none)."""
+    found: list[Mismatch] = []
+    for path in paths:
+        full = store.root / path
+        entry = tree_entry(tree, path)
+        try:
+            info = os.lstat(full)
+        except FileNotFoundError:
+            if entry is not None:
+                found.append(Mismatch(path, "missing from the work tree"))
+            continue
+        if entry is None:
+            found.append(Mismatch(path, "still in the work tree though the commit removed it"))
+        elif stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+            found.append(Mismatch(path, "not a regular file"))
+        elif pygit2.hash(full.read_bytes()) != entry[0]:
+            found.append(Mismatch(path, f"bytes differ from the commit's blob {str(entry[0])[:12]}"))
+    return found
+
+
+def verify_archive(store: StoreRepo) -> list[Mismatch]:
+    """Every file the ledger says is archived against the ledger's sha256 (or sha256-norm)."""
+    try:
+        ledger = Ledger((store.root / LEDGER).read_bytes())
+    except FileNotFoundError:
+        return []
+    found: list[Mismatch] = []
+    for path, event in sorted(ledger.last_event_by_path.items()):
+        if not event.is_archive:
+            continue
+        archived = archived_path(path)
+        try:
+            raw = (store.root / archived).read_bytes()
+        except OSError:
+            found.append(Mismatch(archived, "the ledger says archived, but the file is missing"))
+            continue
+        norm = event.value("sha256-norm")
+        if sha256_hex(raw) != event.value("sha256") and not (norm and sha256_norm_hex(raw) == norm):
+            found.append(Mismatch(archived, "bytes differ from the ledger's sha256"))
+    return found
+
+
+def verify_pull(store: StoreRepo, old: pygit2.Tree | None, new: pygit2.Tree,
+                full: bool = False) -> list[Mismatch]:
+    """After a pull: the paths it wrote (or, with ``full``, every tracked file), then the archive."""
+    paths = sorted(flatten(new)) if full else changed_between(old, new)
+    return verify_paths(store, new, paths) + verify_archive(store)

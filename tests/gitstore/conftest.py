@@ -1,0 +1,41 @@
+"""Real repositories in tmp_path, and no git configuration from this machine.
+
+libgit2 reads the global, XDG and system config from paths it resolves once; they point at an
+empty folder for the whole session. The git CLI (playing "the user") runs with its own HOME
+and GIT_CONFIG_NOSYSTEM=1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pygit2
+import pytest
+from gitmachines import GitCli, Origin
+from pygit2.enums import ConfigLevel
+
+LEVELS = (ConfigLevel.GLOBAL, ConfigLevel.XDG, ConfigLevel.SYSTEM)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_git_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    empty = tmp_path_factory.mktemp("empty-git-home")
+    saved = {level: pygit2.settings.search_path[level] for level in LEVELS}
+    for level in LEVELS:
+        pygit2.settings.search_path[level] = str(empty)
+    yield empty
+    for level, value in saved.items():
+        pygit2.settings.search_path[level] = value
+
+
+@pytest.fixture
+def git(tmp_path: Path) -> GitCli:
+    home = tmp_path / "user-home"
+    home.mkdir()
+    return GitCli(home)
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Origin:
+    return Origin.create(tmp_path / "origin.git")

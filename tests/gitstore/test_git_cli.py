@@ -1,0 +1,58 @@
+"""`distilld init` and `distilld sync` on the command line: output, JSON, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import distilld.cli as cli_module
+import pytest
+from builders import FIXED_NOW, healthy_store
+from distilld.cli import main
+from gitmachines import Origin
+
+
+@pytest.fixture(autouse=True)
+def _fixed_clock(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(cli_module, "_now", lambda: FIXED_NOW)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err
+    return code, out.out, out.err
+
+
+def test_init_and_sync_from_the_command_line(tmp_path: Path, origin: Origin,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    healthy_store(a)
+    code, out, _ = run(capsys, "init", str(a), "--remote", origin.url, "--author-name", "A")
+    assert code == 0 and "created a repository on branch main" in out and "wrote .gitignore" in out
+    code, out, _ = run(capsys, "sync", str(a))
+    assert code == 0 and "synced" in out and "pushed" in out
+    code, out, _ = run(capsys, "init", str(b), "--remote", origin.url, "--json")
+    payload = json.loads(out)
+    assert code == 0 and payload["checked_out"] == origin.head() and payload["mismatches"] == []
+    code, out, _ = run(capsys, "sync", str(b), "--json")
+    report = json.loads(out)
+    assert code == 0 and report["state"] == "up-to-date" and report["ok"] is True
+
+
+def test_sync_exit_codes(tmp_path: Path, origin: Origin, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    healthy_store(store)
+    code, _, err = run(capsys, "sync", str(store))
+    assert code == 2 and "not a git repository" in err and "distilld init" in err
+    run(capsys, "init", str(store), "--remote", origin.url)
+    (store / ".git" / "index.lock").write_bytes(b"")
+    code, out, _ = run(capsys, "sync", str(store))
+    assert code == 1 and "SKIPPED" in out and "index.lock" in out
+    (store / ".git" / "index.lock").unlink()
+    code, _, err = run(capsys, "sync", str(store), "--remote", "nowhere")
+    assert code == 2 and "no remote named 'nowhere'" in err
+    origin.path.rename(tmp_path / "away.git")
+    code, out, _ = run(capsys, "sync", str(store))
+    assert code == 1 and "OFFLINE" in out and "next automatic try after" in out

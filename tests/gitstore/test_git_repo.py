@@ -1,0 +1,113 @@
+"""`distilld init`: adopt a repository as it is or create one; attributes, the allow-list
+ignore file, the repository's own config; nothing machine-local ever tracked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pygit2
+import pytest
+from builders import FIXED_NOW, healthy_store
+from distilld.actions.sync import run_init
+from distilld.gitstore.errors import GitBusy, GitStoreError
+from distilld.gitstore.merge import flatten
+from distilld.gitstore.repo import BLOCK_END, BLOCK_START, open_store
+from distilld.policy import load_policy
+from gitmachines import GitCli
+
+LOCAL_FILES = ("data/gc-log.jsonl", "data/gc-manifests/20261130T120000Z.json", "local/SPINE.md",
+               "local/notes/x.md", "bin/distill-check-store.sh", ".lifecycle", ".status", ".token-saver",
+               "distill-process.md", "distill-monitor.md", "craft/.testing.md.swp", "inbox/.draft.md",
+               "craft/diagram.png", "notes.txt")
+
+
+def init(root: Path, **kwargs: object) -> object:
+    return run_init(root, load_policy(), lambda: FIXED_NOW, **kwargs)  # type: ignore[arg-type]
+
+
+def with_local_files(root: Path) -> None:
+    for path in LOCAL_FILES:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(b"machine-local\n")
+
+
+def test_init_creates_a_repository_that_tracks_only_the_shared_set(tmp_path: Path, git: GitCli) -> None:
+    root = tmp_path / "store"
+    healthy_store(root)
+    with_local_files(root)
+    outcome = init(root)
+    repo = pygit2.Repository(str(root))
+    assert outcome.report.created and outcome.report.branch == "main"  # type: ignore[attr-defined]
+    assert repo.head.shorthand == "main" and repo.config.get_bool("core.autocrlf") is False
+    tracked = set(flatten(repo.head.peel(pygit2.Commit).tree))
+    assert ".gitattributes" in tracked and ".gitignore" in tracked
+    assert {"SPINE.md", "CATALOG.md", "archive/LEDGER.md", "craft/testing.md", "evidence/craft/testing.md",
+            "archive/old-notes.md"} <= tracked
+    assert not tracked & set(LOCAL_FILES)
+    for path in LOCAL_FILES:
+        assert git(root, "check-ignore", "-q", path, check=False).returncode == 0, path
+    for path in ("SPINE.md", "craft/new.md", "inbox/20261130T120000Z-ab12-x.md", "archive/LEDGER.md"):
+        assert git(root, "check-ignore", "-q", path, check=False).returncode == 1, path
+    attributes = (root / ".gitattributes").read_text()
+    assert "* -text" in attributes and "-filter" in attributes and "-working-tree-encoding" in attributes
+    message = repo.head.peel(pygit2.Commit).message
+    assert message.startswith("distilld: adopt the store") and "Distilld-Operation: adopt" in message
+
+
+def test_init_again_changes_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    healthy_store(root)
+    init(root)
+    head = str(pygit2.Repository(str(root)).head.target)
+    again = init(root)
+    assert again.report.wrote == [] and again.commit.commit is None  # type: ignore[attr-defined]
+    assert str(pygit2.Repository(str(root)).head.target) == head
+
+
+def test_an_existing_repository_is_adopted_as_it_is(tmp_path: Path, git: GitCli) -> None:
+    root = tmp_path / "store"
+    healthy_store(root)
+    git(root, "init", "-q", "-b", "trunk")
+    (root / ".gitignore").write_text("# the user's own line\n*.tmp\n")
+    git(root, "add", "SPINE.md", ".gitignore")
+    git(root, "commit", "-q", "-m", "the user's first commit")
+    first = git(root, "rev-parse", "HEAD").stdout.strip()
+    outcome = init(root)
+    assert not outcome.report.created and outcome.report.branch == "trunk"  # type: ignore[attr-defined]
+    assert git(root, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() == "trunk"
+    assert git(root, "rev-parse", "HEAD~1").stdout.strip() == first
+    ignore = (root / ".gitignore").read_text()
+    assert ignore.startswith("# the user's own line\n*.tmp\n" + BLOCK_START)
+    assert ignore.rstrip().endswith(BLOCK_END)
+    assert open_store(root).branch == "trunk"
+    with pytest.raises(GitStoreError, match="never switches branches"):
+        init(root, branch="main")
+
+
+def test_a_store_inside_another_repository_is_refused(tmp_path: Path, git: GitCli) -> None:
+    git(tmp_path, "init", "-q", "-b", "main")
+    root = tmp_path / "store"
+    healthy_store(root)
+    with pytest.raises(GitStoreError, match="lies inside the git repository"):
+        init(root)
+
+
+def test_a_detached_head_is_not_adopted(tmp_path: Path, git: GitCli) -> None:
+    root = tmp_path / "store"
+    healthy_store(root)
+    init(root)
+    git(root, "checkout", "-q", "--detach")
+    with pytest.raises(GitBusy, match="detached"):
+        init(root)
+
+
+def test_the_remote_lives_in_the_repository_config_only(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    healthy_store(root)
+    init(root, remote_url=str(tmp_path / "nowhere.git"))
+    repo = pygit2.Repository(str(root))
+    assert repo.remotes["origin"].url == str(tmp_path / "nowhere.git")
+    tracked = flatten(repo.head.peel(pygit2.Commit).tree)
+    assert not any(b"nowhere.git" in repo[oid].data for oid, _ in tracked.values())
+    with pytest.raises(GitStoreError, match="already points at"):
+        init(root, remote_url=str(tmp_path / "elsewhere.git"))
