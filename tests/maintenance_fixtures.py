@@ -1,0 +1,155 @@
+"""Fixture stores for compaction, splitting and migration tests (own text, generic persona).
+
+The persona is Ines, a platform engineer; her projects are Quill (a payments gateway), Saffron
+(a search indexer), Tundra (a cold-storage archiver) and Vireo (a feature-flag service). Every
+store is written into a test's tmp_path. ``oracle`` runs the independent reference checker.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from builders import EM, StoreBuilder
+
+ORACLE = Path(__file__).resolve().parent / "oracle" / "distill-check-store.sh"
+OLD_HEADER = ("<!-- Managed by aura-distill. Max 80 lines. Entry: - [Title](path.md) -- when to read this. "
+              "last_updated: 2026-08-30 -->")
+
+
+def oracle(store: Path, before: Path | None = None) -> tuple[int, str]:
+    """(exit code, output) of the reference checker; C4 too with ``before``."""
+    argv = ["bash", str(ORACLE), str(store)] + (["--before", str(before)] if before else [])
+    done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, done.stdout
+
+
+def oracle_passes(store: Path, before: Path | None = None) -> str:
+    code, out = oracle(store, before)
+    assert code == 0, out
+    expected = ["C1 PASS", "C2 PASS", "C3 PASS"] + (["C4 PASS"] if before else [])
+    assert [line for line in out.splitlines() if line[:2] in ("C1", "C2", "C3", "C4")] == expected, out
+    return out
+
+
+def have_bash() -> bool:
+    return shutil.which("bash") is not None
+
+
+# -- text --------------------------------------------------------------------------------------
+
+def section(title: str, bullets: list[str], prose: str = "") -> str:
+    body = "".join(f"- {b}\n" for b in bullets)
+    return f"## {title}\n\n{body}" + (f"\n{prose}\n" if prose else "") + "\n"
+
+
+def long_file(topic: str, sections: int, start: int = 0) -> str:
+    """``sections`` sections of 6 lines each (heading, blank, three bullets, blank)."""
+    out = []
+    for n in range(start, start + sections):
+        out.append(section(f"{topic} rule {n}", [
+            f"{topic} rule {n}: keep the retry budget at {n + 3} attempts per request.",
+            f"Measure rule {n} in the `{topic.lower()}_latency_seconds` histogram.",
+            f"Rule {n} came from incident INC-{4100 + n}.",
+        ]))
+    return "".join(out)
+
+
+QUILL_HOOK = (
+    "Quill payments gateway: the `POST /v2/charges` idempotency keys, the retry ladder for "
+    "\"card_declined\" and \"processor_unavailable\", settlement files from Acme Bank via SFTP, "
+    "the ledger reconciliation job (quill-recon) that runs at 02:00 UTC, PCI scope notes and the "
+    "rotation of the HSM keys [NON-NEGOTIABLE]; pinned while the audit runs. Read before changing "
+    "anything in quill-api or quill-recon."
+)
+SAFFRON_HOOK = (
+    "Saffron search indexer; Elasticsearch 8 mappings, the reindex-without-downtime alias swap, "
+    "the nightly `saffron-compact` job, shard sizing at 30 GB, and why ECONNRESET from the bulk API "
+    "means the coordinating node ran out of heap;"
+)
+SAFFRON_WRAP = "the synonyms file lives in config/synonyms.txt. Read when touching search relevance or the indexer."
+
+
+def unmigrated_store(root: Path) -> StoreBuilder:
+    """A pre-1.2 store: an old SPINE (over its caps in places, a wrapped entry, a multi-pointer
+    line, no catalog line), tier files over their caps, dated observations, protected blocks,
+    a code fence with a heading inside, duplicates, a CRLF file, and legacy archives both flat
+    and nested (``archive/<tier>/`` and ``<tier>/**/archive/**``)."""
+    b = StoreBuilder(root)
+    b.tier("profile/ines.md",
+           "# Who Ines is\n\n## Working style\n\n- Prefers the command first, then the why.\n"
+           "  confidence: validated (6 confirmations, 0 corrections)\n  last_validated: 2026-09-02\n"
+           "- 2026-08-14 confirm: asked for the command before the explanation again\n",
+           domain="profile", scope="Who Ines is and how she works", last_updated="2026-09-02")
+    testing = (
+        "# Testing\n\n"
+        "## [DIRECTIVE 2026-07-20] Fixtures\n\n"
+        "- Generic personas only; never a colleague's name.\n"
+        "- 2026-07-20 directive: fixtures use invented names (recorded as DIRECTIVE)\n\n"
+        "## Principles\n\n"
+        "- [NON-NEGOTIABLE] A failing test comes before the fix.\n"
+        "  origin: directive (Ines, 2026-03-04)\n"
+        "- Real files in temporary folders, never mocks of the disk.\n"
+        "- 2026-04-18 confirm: a temp-dir test caught a path bug in the exporter\n"
+        "- 2026-05-02 confirm: a temp-dir test caught a path bug in the exporter\n"
+        "- 2026-05-09 correct: a flaky test was a hypothesis, not noise\n"
+        "  Why: the seed was fixed after the fact\n"
+        "- [CORRECTED 2026-06-01] 2026-06-01 sleeps in tests replaced by polling\n\n"
+        "## Observations\n\n"
+        "- 2026-06-11 observe: property tests found the CRLF bug first\n"
+        "- 2026-06-30 observe: property tests found the CRLF bug first\n\n"
+        "## Shell snippets\n\n"
+        "```sh\n"
+        "## not a heading: a comment inside a fence\n"
+        "pytest -q -m 'not slow'\n"
+        "```\n\n"
+        + long_file("Testing", 9)
+        + "## Duplicates kept\n\n- Run the whole suite before a commit.\n- Run the whole suite before a commit.\n"
+    )
+    b.tier("craft/testing.md", testing, domain="craft", scope="Testing discipline", last_updated="2026-09-01")
+    deploy = ("---\r\ndomain: ops\r\nscope: Deploy procedure\r\nlast_updated: 2026-08-20\r\n---\r\n\r\n"
+              "# Deploy\r\n\r\n" + long_file("Deploy", 11).replace("\n", "\r\n"))
+    b.write("ops/deploy.md", deploy)
+    b.tier("projects/quill.md", "# Quill\n\n" + long_file("Quill", 4)
+           + "- [NON-NEGOTIABLE] HSM keys rotate every 90 days.\n",
+           domain="project", scope="Quill payments gateway", last_updated="2026-03-01", lifecycle="pinned")
+    b.tier("projects/saffron.md", "# Saffron\n\n- Reindex through an alias swap.\n",
+           domain="project", scope="Saffron search indexer", last_updated="2026-08-01")
+    b.tier("projects/tundra.md", "# Tundra\n\n- Cold storage moves after 30 days.\n",
+           domain="project", scope="Tundra cold-storage archiver", last_updated="2026-01-10")
+    b.tier("projects/vireo.md", "# Vireo\n\n- Flags default to off in production.\n",
+           domain="project", scope="Vireo feature flags", last_updated="2026-08-28")
+    b.tier("feedback/preferences.md", "# Preferences\n\n- No emoji in commit messages.\n",
+           domain="feedback", scope="Output preferences", last_updated="2026-08-28")
+    # legacy archives: nested under archive/<tier>/ (unledgered), flat, and inside a tier dir
+    b.write("archive/projects/marten.md", "---\narchived_from: projects/marten.md\narchived_on: 2025-12-01\n"
+            "recall_count: 3\n---\n\n# Marten (archived)\n\n- Finished in 2025.\n")
+    b.write("archive/old-notes.md", "# Old notes, rewritten by an early compaction\n\n- kept as it was\n")
+    b.write("craft/archive/style-2024.md", "# Style rules of 2024\n\n- Tabs, then spaces.\n")
+    b.write("SPINE.md", "\n".join([
+        "# Distill Knowledge Index", "", OLD_HEADER, "",
+        "## Profile",
+        f"- [Ines](profile/ines.md) {EM} platform engineer; command first, then the why. Read at session start.",
+        "",
+        "## Craft",
+        f"- [Testing](craft/testing.md) {EM} failing test first [NON-NEGOTIABLE]; generic personas "
+        "[DIRECTIVE 2026-07-20]; real files in temp folders; property tests for parsers; no sleeps, poll "
+        "instead; the `pytest -m 'not slow'` loop for quick runs and the full suite before every commit; "
+        "flaky means a hypothesis to test, never noise to retry. Read before writing or reviewing any test.",
+        "",
+        "## Ops",
+        f"- [Deploy](ops/deploy.md) {EM} canary, then staging, then prod with a 30 minute soak. Read before shipping.",
+        "",
+        "## Projects",
+        f"- [Quill](projects/quill.md) {EM} {QUILL_HOOK}",
+        f"- [Saffron](projects/saffron.md) {EM} {SAFFRON_HOOK}",
+        f"  {SAFFRON_WRAP}",
+        f"- [Tundra](projects/tundra.md) + [Vireo](projects/vireo.md) {EM} Tundra cold storage and Vireo "
+        "flags. Read when working in the tundra or vireo repos.",
+        "",
+        "## Feedback",
+        f"- [Preferences](feedback/preferences.md) {EM} output rules. Read when shaping output.",
+    ]) + "\n")
+    return b
