@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ _JOURNAL_PRIORITY = {"critical": 2, "error": 3, "warning": 4, "info": 6, "debug"
 
 
 def utc_stamp(moment: float | None = None) -> str:
-    return datetime.fromtimestamp(time.time() if moment is None else moment, timezone.utc).strftime(
+    return datetime.fromtimestamp(time.time() if moment is None else moment, UTC).strftime(
         "%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -260,7 +260,8 @@ class StatusFile:
 
     def data(self) -> dict[str, Any]:
         with self._lock:
-            return json.loads(json.dumps(self._data, default=str))
+            copied: dict[str, Any] = json.loads(json.dumps(self._data, default=str))
+        return copied
 
     def flush(self, force: bool = False, heartbeat: float = 60.0) -> None:
         """Write when something changed (or every ``heartbeat`` s, so readers see it is current)."""

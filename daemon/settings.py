@@ -46,17 +46,17 @@ class _Section(BaseModel):
 class WatchSettings(_Section):
     """How changes in the store are followed."""
 
-    quiet_seconds: float = Field(2.0, gt=0, le=600,
+    quiet_seconds: float = Field(default=2.0, gt=0, le=600,
                                  description="a change counts once the store has been quiet this long")
-    max_wait_seconds: float = Field(30.0, gt=0, le=3600,
+    max_wait_seconds: float = Field(default=30.0, gt=0, le=3600,
                                     description="longest wait while changes keep coming")
-    observer: Literal["auto", "polling"] = Field(
+    observer: Literal["auto", "polling"] = Field(default=
         "auto", description="auto: the OS's file events (polling if they run out); polling: stat the tree")
-    polling_interval_seconds: float = Field(5.0, gt=0, le=3600,
+    polling_interval_seconds: float = Field(default=5.0, gt=0, le=3600,
                                             description="how often the polling observer looks")
 
     @model_validator(mode="after")
-    def _max_wait_covers_quiet(self) -> "WatchSettings":
+    def _max_wait_covers_quiet(self) -> WatchSettings:
         if self.max_wait_seconds < self.quiet_seconds:
             raise ValueError(f"max_wait_seconds: must be at least quiet_seconds ({self.quiet_seconds})")
         return self
@@ -65,31 +65,41 @@ class WatchSettings(_Section):
 class ScheduleSettings(_Section):
     """How often each scheduled job runs; 0 turns a job off."""
 
-    compaction_minutes: int = Field(360, ge=0, le=525600)
-    lifecycle_minutes: int = Field(1440, ge=0, le=525600)
-    sync_minutes: int = Field(15, ge=0, le=525600)
-    reconcile_minutes: int = Field(30, ge=0, le=525600)
-    jitter_seconds: int = Field(30, ge=0, le=3600)
-    compact_on_breach: bool = Field(
+    compaction_minutes: int = Field(default=360, ge=0, le=525600)
+    lifecycle_minutes: int = Field(default=1440, ge=0, le=525600)
+    sync_minutes: int = Field(default=15, ge=0, le=525600)
+    reconcile_minutes: int = Field(default=30, ge=0, le=525600)
+    jitter_seconds: int = Field(default=30, ge=0, le=3600)
+    compact_on_breach: bool = Field(default=
         True, description="run compaction as soon as a hard cap is breached, not only on schedule")
 
 
 class GitSettings(_Section):
-    """Committing the agents' changes and syncing with a remote."""
+    """Committing the agents' changes and syncing with a remote (set up by `distilld init`)."""
 
-    commit: bool = True
-    push: bool = True
-    remote: str = Field("origin", min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
-    author_name: str = Field("distilld", min_length=1)
-    author_email: str = Field("distilld@localhost", min_length=1)
+    commit: bool = Field(default=True, description="commit the agents' changes once the store is quiet")
+    push: bool = Field(default=True, description="sync (pull and push) right after a commit, not only on schedule")
+    remote: str | None = Field(default=None, min_length=1, pattern=r"^[A-Za-z0-9._-]+$",
+                               description="the remote to sync with; default: the one `distilld init` set")
+    author_name: str = Field(default="distilld", min_length=1)
+    author_email: str = Field(default="distilld@localhost", min_length=1)
+    ssh_user: str = Field(default="git", min_length=1)
+    ssh_key: Path | None = Field(default=None, description="private key file (libgit2 does not read ~/.ssh/config)")
+    use_ssh_agent: bool = True
+    token_file: Path | None = Field(default=None, description="a file holding an HTTPS token (keep it 0600)")
+
+    @field_validator("ssh_key", "token_file")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return Path(os.path.abspath(value.expanduser())) if value is not None else None
 
 
 class LogSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
-    console: Literal["auto", "plain", "journal", "json", "off"] = Field(
+    console: Literal["auto", "plain", "journal", "json", "off"] = Field(default=
         "auto", description="what goes to stderr: auto picks journal under systemd, plain on a terminal")
-    max_bytes: int = Field(1_000_000, ge=10_000, le=1_000_000_000)
-    backups: int = Field(5, ge=0, le=100)
+    max_bytes: int = Field(default=1_000_000, ge=10_000, le=1_000_000_000)
+    backups: int = Field(default=5, ge=0, le=100)
 
     @field_validator("level", mode="before")
     @classmethod
@@ -97,7 +107,7 @@ class LogSettings(_Section):
         return value.lower() if isinstance(value, str) else value
 
 
-_config_data: ContextVar[dict[str, Any]] = ContextVar("distilld_config_data", default={})
+_config_data: ContextVar[dict[str, Any] | None] = ContextVar("distilld_config_data", default=None)
 
 
 class _ConfigFileSource(PydanticBaseSettingsSource):
@@ -107,7 +117,7 @@ class _ConfigFileSource(PydanticBaseSettingsSource):
         return None, field_name, False  # unused: __call__ returns the whole mapping
 
     def __call__(self) -> dict[str, Any]:
-        return dict(_config_data.get())
+        return dict(_config_data.get() or {})
 
 
 class Settings(BaseSettings):
@@ -120,8 +130,8 @@ class Settings(BaseSettings):
         validate_default=True,
     )
 
-    store: Path = Field(Path(DEFAULT_STORE), description="the store's folder")
-    policy: Path | None = Field(None, description="policy file (TOML); the shipped default if unset")
+    store: Path = Field(default=Path(DEFAULT_STORE), description="the store's folder")
+    policy: Path | None = Field(default=None, description="policy file (TOML); the shipped default if unset")
     watch: WatchSettings = WatchSettings()
     schedule: ScheduleSettings = ScheduleSettings()
     git: GitSettings = GitSettings()
@@ -216,7 +226,7 @@ class InstancePaths:
     runtime: Path
 
     @classmethod
-    def for_store(cls, store: Path) -> "InstancePaths":
+    def for_store(cls, store: Path) -> InstancePaths:
         key = instance_key(store)
         return cls(Path(store), state_dir() / key, runtime_dir())
 
@@ -335,7 +345,7 @@ def render_toml(settings: Settings) -> str:
     for key, value in data.items():
         if isinstance(value, dict):
             sections.append(f"\n[{key}]")
-            sections += [f"{k} = {_toml_value(v)}" for k, v in value.items()]
+            sections += [f"# {k} = (unset)" if v is None else f"{k} = {_toml_value(v)}" for k, v in value.items()]
         elif value is None:
             top.append(f"# {key} = (unset)")
         else:

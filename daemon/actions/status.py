@@ -40,7 +40,7 @@ def _epoch(stamp: Any) -> float | None:
     if not isinstance(stamp, str):
         return None
     try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(stamp).timestamp()
     except ValueError:
         return None
 
@@ -64,8 +64,8 @@ def find_stuck(data: dict[str, Any] | None, running: bool, service: dict[str, An
         stuck.append("the service is enabled but distilld is not running "
                      "(`journalctl --user -u distilld` says why)")
     if service and service.get("installed") and service.get("current") is False:
-        stuck.append(f"the installed service runs another Python than this one; reinstall it with "
-                     f"`distilld service install`")
+        stuck.append("the installed service runs another Python than this one; reinstall it with "
+                     "`distilld service install`")
     if not data:
         return stuck
     updated = _epoch(data.get("updated_at"))

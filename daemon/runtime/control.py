@@ -35,7 +35,7 @@ def _peer_uid(sock: socket.socket) -> int | None:
 
 
 class _RequestHandler(socketserver.StreamRequestHandler):
-    server: "_Server"
+    server: _Server
 
     def handle(self) -> None:
         try:

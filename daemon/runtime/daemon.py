@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import threading
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -44,7 +44,7 @@ def _parse_stamp(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return datetime.fromisoformat(value)
     except ValueError:
         return None
 
@@ -101,11 +101,15 @@ class Daemon:
             "lifecycle": None, "settings": {"config": str(self.config) if self.config else None},
         })
         activity = ActivityLog(self.paths.activity_log, self.settings.log.max_bytes, self.settings.log.backups)
-        git = GitLink(self.store, self.settings)
-        status.update(git={**(status.get("git") or {}), **git.state()}, flush=False)
-        return JobEnv(settings=self.settings, policy=policy, store=self.store, owner=default_owner(),
-                      status=status, activity=activity, stop=self.stop, lock_changed=threading.Event(),
-                      git=git, compactor=CompactLink(), block_on_lock=self.once)
+        env = JobEnv(settings=self.settings, policy=policy, store=self.store, owner=default_owner(),
+                     status=status, activity=activity, stop=self.stop, lock_changed=threading.Event(),
+                     git=GitLink(self.store, self.settings, policy, lambda: datetime.now(UTC)),
+                     compactor=CompactLink(), block_on_lock=self.once)
+        try:
+            status.update(git={**(status.get("git") or {}), **env.git.state()}, flush=False)
+        except Exception:  # an odd repository must not keep the daemon from starting
+            log.exception("git.state_failed")
+        return env
 
     # -- signals ---------------------------------------------------------------------------
 
@@ -337,6 +341,7 @@ class Daemon:
         old = self.settings
         self.settings = env.settings = new
         env.policy = policy
+        env.git.settings, env.git.policy = new, policy
         if self.debouncer is not None:
             self.debouncer.configure(new.watch.quiet_seconds, new.watch.max_wait_seconds)
         if self.schedule is not None:

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from ..settings import Settings
 from ..store.budget import BudgetReport
 from ..store.local import lifecycle_enabled
 from ..store.paths import CATALOG
-from .links import CommitResult, CompactLink, GitLink
+from .links import CommitResult, CompactLink, GitLink, OperationLink
 from .scheduler import Schedule, Worker
 from .watcher import StoreWatcher
 
@@ -70,12 +70,14 @@ class JobEnv:
     worker: Worker | None = None
     schedule: Schedule | None = None
     block_on_lock: bool = False  # --once: a follow waits for the lock instead of coming back later
-    clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     wants_release: bool = False  # a follow is waiting for a distiller to release the lock
     _waiting_for: str | None = None
     _failures: set[str] = field(default_factory=set)
     _breaches: set[str] = field(default_factory=set)
     _lifecycle_state: bool | None = None
+    _commit_notes: set[str] = field(default_factory=set)
+    _sync_blocked: str | None = None
 
     def check_stop(self) -> None:
         if self.stop.is_set():
@@ -121,7 +123,11 @@ class JobEnv:
                         f"without a heartbeat; stale after {self.policy.lock.stale_seconds} s) for {job}")
                 return lock
             self.note_waiting(state, job)
-            self.lock_changed.wait(min(self.policy.lock.poll_seconds * 5, 10.0))
+            # Woken by the watcher when .lock changes; the timeout is the fallback look.
+            deadline = time.monotonic() + min(self.policy.lock.poll_seconds * 5, 10.0)
+            while time.monotonic() < deadline and not self.stop.is_set():
+                if self.lock_changed.wait(0.5):
+                    break
             self.lock_changed.clear()
 
 
@@ -265,10 +271,16 @@ def commit_changes(env: JobEnv, trigger: str) -> CommitResult | None:
         missed = " the watcher had missed" if trigger.startswith("reconcile") and agent else ""
         short = (result.sha or "")[:7]
         env.activity.write(f"committed {what}{missed} ({short}): {_listing(agent or [CATALOG], 5)}")
-        if env.worker is not None and env.settings.git.push:
+        if env.worker is not None and env.settings.git.push and env.git.has_remote():
             env.worker.request("sync", "commit")  # push while ahead
+    elif result.busy and env.schedule is not None:
+        env.schedule.once("follow", LOCK_RECHECK_SECONDS, "git-busy")
+    for note in result.skipped:
+        if note not in env._commit_notes:
+            env.activity.write(f"commit: {note}")
+    env._commit_notes = set(result.skipped)
     env.status.merge("passes", "commit", {
-        "at": utc_stamp(), "ok": True, "sha": result.sha, "paths": len(result.paths),
+        "at": utc_stamp(), "ok": not result.skipped, "sha": result.sha, "paths": len(result.paths),
         "summary": (f"committed {_plural(len(result.paths), 'path')}" if result.committed
                     else result.note or "nothing to commit")})
     return result
@@ -292,20 +304,31 @@ def lifecycle(env: JobEnv, trigger: str) -> PassResult:
         return PassResult(True, "disabled for this store (.lifecycle); moved nothing")
     held = env.wait_for_lock("lifecycle")
     try:
-        with _own_writes(env):
+        with _own_writes(env), env.git.operation("lifecycle") as operation:
             report = run_gc_apply(env.store, env.policy, env.clock, wait=0, scheduled=True)
+            moved = _report_gc(env, report)
+            operation.describe(f"distilld: lifecycle archived {_plural(len(moved), 'file')}", moved)
     finally:
         _release(held)
-    moved = _report_gc(env, report)
-    if moved:
-        commit_operation(env, moved, f"distilld: lifecycle archived {_plural(len(moved), 'file')}")
+    _report_operation(env, "the lifecycle pass", operation)
     if not report.ok:
         return PassResult(False, "self-check failed after the lifecycle pass (see `distilld gc`)")
     return PassResult(True, f"archived {_plural(len(moved), 'file')}" if moved else "nothing stale to archive")
 
 
+def _report_operation(env: JobEnv, what: str, operation: OperationLink) -> None:
+    for note in operation.notes:
+        env.activity.write(f"commit of {what}: {note}")
+    if operation.commit is not None and operation.commit.committed:
+        env.activity.write(f"committed {what} ({(operation.commit.sha or '')[:7]}): "
+                           f"{_listing(operation.commit.paths, 5)}")
+        if env.worker is not None and env.settings.git.push and env.git.has_remote():
+            env.worker.request("sync", "commit")
+
+
 def _report_gc(env: JobEnv, report: GcReport) -> list[str]:
-    touched: list[str] = []
+    """One activity line per file archived; returns the archived paths."""
+    moved: list[str] = []
     moves = {m.source: m for m in (report.plan.moves if report.plan else [])}
     for outcome in (report.recovery, report.outcome):
         if outcome is None:
@@ -317,15 +340,12 @@ def _report_gc(env: JobEnv, report: GcReport) -> list[str]:
             if move is not None:
                 referrers = f", {_plural(len(move.referrers), 'referrer')} listed" if move.referrers else ""
                 env.activity.write(f"archived {path} (past {move.threshold_days} days{referrers})")
-                touched += [move.source, move.target]
             else:
                 env.activity.write(f"archived {path}")
-                touched.append(path)
+            moved.append(path)
         if outcome.self_check:
             env.activity.write(f"lifecycle self-check failed: {_listing([f.message for f in outcome.self_check])}")
-    if touched:
-        touched += ["SPINE.md", "CATALOG.md", "archive/LEDGER.md"]
-    return touched
+    return moved
 
 
 def compaction(env: JobEnv, trigger: str) -> PassResult:
@@ -333,14 +353,14 @@ def compaction(env: JobEnv, trigger: str) -> PassResult:
         return PassResult(True, "compaction is not part of this build")
     held = env.wait_for_lock("compaction")
     try:
-        with _own_writes(env):
+        with _own_writes(env), env.git.operation("compaction") as operation:
             result = env.compactor.run(env.store, env.policy, env.clock)
+            operation.describe(f"distilld: compaction ({result.summary})", result.lines)
     finally:
         _release(held)
     for line in result.lines:
         env.activity.write(line)
-    if result.changed:
-        commit_operation(env, result.changed, f"distilld: compaction ({result.summary})")
+    _report_operation(env, "the compaction", operation)
     return PassResult(result.ok, result.summary)
 
 
@@ -354,28 +374,25 @@ def sync(env: JobEnv, trigger: str) -> PassResult:
     finally:
         _release(held)
     git = dict(env.status.get("git") or {})
+    git.update(env.git.state())
     git.update(ahead=result.ahead, behind=result.behind, backoff_until=result.backoff_until,
                blocked=result.blocked, last_sync={"at": utc_stamp(), "ok": result.ok, "summary": result.summary})
-    git.update(result.details)
     env.status.update(git=git, flush=False)
+    remote = result.details.get("remote") or "the remote"
     if result.blocked:
-        env.activity.write(f"sync blocked: {result.blocked}")
+        if result.blocked != env._sync_blocked:  # once per reason, not once per retry
+            retry = f"; retrying after {result.backoff_until}" if result.backoff_until else ""
+            env.activity.write(f"sync blocked: {result.blocked}{retry}")
+        env._sync_blocked = result.blocked
     else:
+        if env._sync_blocked:
+            env.activity.write(f"sync works again with {remote}")
+        env._sync_blocked = None
         if result.pulled:
-            env.activity.write(f"pulled {_plural(result.pulled, 'change')} from {env.settings.git.remote}")
+            env.activity.write(f"pulled changes from {remote} ({result.details.get('integration')})")
         if result.pushed:
-            env.activity.write(f"pushed {_plural(result.pushed, 'commit')} to {env.settings.git.remote}")
+            env.activity.write(f"pushed to {remote}")
     return PassResult(result.ok, result.summary)
-
-
-def commit_operation(env: JobEnv, paths: list[str], message: str) -> None:
-    if not (env.settings.git.commit and env.git.available):
-        return
-    result = env.git.commit_operation(paths, message)
-    if result.committed:
-        env.activity.write(f"committed {message.removeprefix('distilld: ')} ({(result.sha or '')[:7]})")
-        if env.worker is not None and env.settings.git.push:
-            env.worker.request("sync", "commit")
 
 
 class _NoWrites:
@@ -407,6 +424,10 @@ def run_job(env: JobEnv, job: str, trigger: str) -> PassResult:
         result = JOB_FUNCTIONS[job](env, trigger)
     except Stopping:
         result = PassResult(True, "interrupted by shutdown; the next start picks it up")
+    except LockHeld as held:  # a distiller started between our look and our lock: later
+        result = PassResult(True, f"waiting: {held}")
+        if env.schedule is not None:
+            env.schedule.once(job, LOCK_RECHECK_SECONDS, "lock-recheck")
     except DistilldError as error:
         result = PassResult(False, str(error))
     except Exception as error:  # a bug in one pass must not stop the daemon

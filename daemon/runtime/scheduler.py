@@ -12,13 +12,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from apscheduler.executors.pool import ThreadPoolExecutor
-from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.triggers.date import DateTrigger
-from apscheduler.triggers.interval import IntervalTrigger
+from apscheduler.executors.pool import ThreadPoolExecutor  # type: ignore[import-untyped]
+from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
+from apscheduler.triggers.date import DateTrigger  # type: ignore[import-untyped]
+from apscheduler.triggers.interval import IntervalTrigger  # type: ignore[import-untyped]
 
 from ..log import get_logger
 from ..settings import ScheduleSettings
@@ -132,7 +132,7 @@ class Schedule:
         self._scheduler = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(max_workers=1)},
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
-            timezone=timezone.utc,
+            timezone=UTC,
         )
 
     def start(self, last_runs: dict[str, datetime] | None = None) -> None:
@@ -142,7 +142,7 @@ class Schedule:
     def apply(self, settings: ScheduleSettings, last_runs: dict[str, datetime] | None = None) -> None:
         """(Re)create the interval jobs; a job whose interval passed since its last run runs now."""
         self._settings = settings
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         for job in SCHEDULED:
             minutes = minutes_for(settings, job)
             existing = self._scheduler.get_job(job)
@@ -152,7 +152,7 @@ class Schedule:
                 continue
             interval = timedelta(minutes=minutes)
             trigger = IntervalTrigger(minutes=minutes, jitter=settings.jitter_seconds or None,
-                                      timezone=timezone.utc)
+                                      timezone=UTC)
             last = (last_runs or {}).get(job)
             if existing is not None and last is None:
                 first = existing.next_run_time or now
@@ -168,8 +168,8 @@ class Schedule:
 
     def once(self, job: str, delay: float, trigger: str) -> None:
         """A single request ``delay`` seconds from now (replacing an earlier one for the job)."""
-        when = datetime.now(timezone.utc) + timedelta(seconds=delay)
-        self._scheduler.add_job(self._worker.request, DateTrigger(when, timezone=timezone.utc),
+        when = datetime.now(UTC) + timedelta(seconds=delay)
+        self._scheduler.add_job(self._worker.request, DateTrigger(when, timezone=UTC),
                                 args=[job, trigger], id=f"{job}-retry", replace_existing=True)
 
     def next_runs(self) -> dict[str, str | None]:
@@ -178,7 +178,7 @@ class Schedule:
             if job.id not in SCHEDULED:
                 continue
             when = job.next_run_time
-            runs[job.id] = when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
+            runs[job.id] = when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
         return runs
 
     def shutdown(self) -> None:

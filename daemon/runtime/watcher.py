@@ -184,7 +184,7 @@ class Debouncer:
 class _Handler(FileSystemEventHandler):
     """Runs on watchdog's thread: classify and record, never raise (an exception kills the thread)."""
 
-    def __init__(self, watcher: "StoreWatcher") -> None:
+    def __init__(self, watcher: StoreWatcher) -> None:
         self._watcher = watcher
 
     def on_any_event(self, event: FileSystemEvent) -> None:

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from builders import healthy_store
-
 from distilld.cli import main
 from distilld.store.local import lifecycle_enabled
 

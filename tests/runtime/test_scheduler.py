@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from distilld.runtime.scheduler import JOBS, Schedule, Worker
 from distilld.settings import ScheduleSettings
 
@@ -134,8 +133,8 @@ def test_missed_runs_are_caught_up_once_at_start() -> None:
     worker.start()
     schedule = Schedule(worker, ScheduleSettings(compaction_minutes=60, lifecycle_minutes=0, sync_minutes=15,
                                                  reconcile_minutes=30, jitter_seconds=0))
-    long_ago = datetime.now(timezone.utc) - timedelta(days=3)
-    recent = datetime.now(timezone.utc) - timedelta(minutes=1)
+    long_ago = datetime.now(UTC) - timedelta(days=3)
+    recent = datetime.now(UTC) - timedelta(minutes=1)
     try:
         schedule.start({"compaction": long_ago, "sync": recent, "reconcile": recent})
         assert worker.wait_idle(5)
@@ -148,7 +147,7 @@ def test_missed_runs_are_caught_up_once_at_start() -> None:
     assert tracker.runs == [("compaction", "schedule")]  # overdue: once, not 72 times
     assert "lifecycle" not in runs  # 0 turns a job off
     sync_next = datetime.fromisoformat(str(runs["sync"]).replace("Z", "+00:00"))
-    assert timedelta(minutes=13) < sync_next - datetime.now(timezone.utc) <= timedelta(minutes=14, seconds=1)
+    assert timedelta(minutes=13) < sync_next - datetime.now(UTC) <= timedelta(minutes=14, seconds=1)
 
 
 def test_a_late_timer_still_runs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,9 +158,9 @@ def test_a_late_timer_still_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     schedule = Schedule(worker, ScheduleSettings(compaction_minutes=0, lifecycle_minutes=0, sync_minutes=1,
                                                  reconcile_minutes=0, jitter_seconds=0))
     try:
-        schedule.start({"sync": datetime.now(timezone.utc)})
+        schedule.start({"sync": datetime.now(UTC)})
         job = schedule._scheduler.get_job("sync")
-        job.modify(next_run_time=datetime.now(timezone.utc) - timedelta(minutes=10))  # "slept" past it
+        job.modify(next_run_time=datetime.now(UTC) - timedelta(minutes=10))  # "slept" past it
         schedule._scheduler.wakeup()
         deadline = time.monotonic() + 5
         while not tracker.runs and time.monotonic() < deadline:

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from distilld.cli import main
 from distilld.runtime.service import (
     PLIST_SCHEMA,

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from distilld.cli import default_store, main
 from distilld.errors import ConfigError
 from distilld.settings import InstancePaths, config_file, instance_key, load_settings, render_toml

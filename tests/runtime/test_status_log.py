@@ -10,9 +10,15 @@ import time
 from pathlib import Path
 
 import structlog
-
 from distilld.actions.status import build_view, find_stuck, render_text
-from distilld.log import ActivityLog, StatusFile, configure_logging, follow_lines, read_json, tail_lines
+from distilld.log import (
+    ActivityLog,
+    StatusFile,
+    configure_logging,
+    follow_lines,
+    read_json,
+    tail_lines,
+)
 
 LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  \S.*$")
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from distilld.runtime import watcher as watcher_module
 from distilld.runtime.watcher import Debouncer, StoreWatcher, classify
 

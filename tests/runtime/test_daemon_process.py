@@ -1,0 +1,238 @@
+"""End to end with the real process: `distilld run` on a temporary store with a bare remote.
+
+A simulated distiller takes the store's lock, writes, and releases it: the daemon waits, says
+for whom, then commits and pushes, and the catalog is current. A burst of events is one
+commit; the daemon's own writes do not start it again; SIGTERM exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import EM, healthy_store
+from distilld.actions.catalog import stale_reasons
+from distilld.engine.lock import StoreLock
+from distilld.policy import load_policy
+from distilld.settings import instance_key
+from distilld.store.snapshot import take_snapshot
+
+pytestmark = pytest.mark.slow
+
+QUIET = 0.5
+GIT = shutil.which("git")
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def git(*args: str, cwd: Path) -> str:
+    assert GIT is not None
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run([GIT, *args], cwd=cwd, capture_output=True, text=True, check=True, env=env).stdout
+
+
+@dataclass
+class Daemon:
+    store: Path
+    origin: Path
+    env: dict[str, str]
+    state: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def status_file(self) -> Path:
+        return self.state / instance_key(self.store) / "status.json"
+
+    @property
+    def activity_log(self) -> Path:
+        return self.state / instance_key(self.store) / "activity.log"
+
+    def status(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.status_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def activity(self) -> str:
+        try:
+            return self.activity_log.read_text()
+        except OSError:
+            return ""
+
+    def start(self) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "distilld", "run", "--store", str(self.store)],
+                                        env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_for(lambda: self.status().get("state") == "idle" and "follow" in self.status().get("passes", {})
+                 and self.status().get("pid") == self.process.pid if self.process else False,
+                 30, "the daemon to finish its first pass")
+
+    def remote_log(self) -> list[str]:
+        return git("log", "--format=%s", "main", cwd=self.origin).splitlines()
+
+    def head_log(self) -> list[str]:
+        return git("log", "--format=%s", "HEAD", cwd=self.store).splitlines()
+
+    def follow_count(self) -> int:
+        return sum(1 for line in self.activity().splitlines() if "committed" in line)
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    try:
+        from distilld.actions import sync as sync_action
+
+        run_init = sync_action.run_init
+    except (ImportError, AttributeError):
+        pytest.skip("this build has no git layer (distilld.actions.sync.run_init)")
+    if GIT is None:
+        pytest.skip("git is not installed (.ci/run installs it); the test reads the remote with it")
+    base = tmp_path_factory.mktemp("e2e")
+    runtime = Path(tempfile.mkdtemp(prefix="dd-", dir="/tmp"))
+    origin = base / "origin.git"
+    git("init", "--quiet", "--bare", "-b", "main", str(origin), cwd=base)
+    store = healthy_store(base / "store").root
+    config_dir, state = base / "config", base / "state"
+    config_dir.mkdir()
+    (config_dir / "config.toml").write_text(
+        f"[watch]\nquiet_seconds = {QUIET}\nmax_wait_seconds = 5\n"
+        "[schedule]\njitter_seconds = 0\nreconcile_minutes = 0\n")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("DISTILLD_")}
+    env.update(DISTILLD_CONFIG_DIR=str(config_dir), DISTILLD_STATE_DIR=str(state),
+               DISTILLD_RUNTIME_DIR=str(runtime), HOME=str(base / "home"), PYTHONUNBUFFERED="1")
+    run_init(store, load_policy(), lambda: datetime.now(UTC), remote_url=str(origin))
+    running = Daemon(store, origin, env, state)
+    running.start()
+    try:
+        yield running
+    finally:
+        if running.process and running.process.poll() is None:
+            running.process.kill()
+            running.process.wait(10)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def spine_with(store: Path, entry: str) -> None:
+    spine = store / "SPINE.md"
+    spine.write_text(spine.read_text().replace("## Feedback\n", f"{entry}\n\n## Feedback\n"))
+
+
+def test_startup_pushes_the_first_commit(daemon: Daemon) -> None:
+    wait_for(lambda: daemon.remote_log(), 15, "the adoption commit to reach the remote")
+    assert "started: following" in daemon.activity()
+
+
+def test_a_distillers_changes_are_committed_and_pushed_after_it_releases_the_lock(daemon: Daemon) -> None:
+    store = daemon.store
+    commits_before = len(daemon.head_log())
+    distiller = StoreLock(store, "alpha")
+    distiller.acquire()
+    (store / "projects" / "heron.md").write_text(
+        "---\ndomain: project\nscope: Heron ingest\nlast_updated: 2026-11-29\n---\n\n# Heron\n\n- Batches of 500.\n")
+    spine_with(store, f"- [Heron](projects/heron.md) {EM} Heron ingest. Read when working in heron.")
+    # Quiet, but the lock is held: the daemon waits and says for whom.
+    wait_for(lambda: (daemon.status().get("waiting") or {}).get("owner") == "alpha", 15, "status to name alpha")
+    assert "waiting: lock held by alpha" in daemon.activity()
+    time.sleep(QUIET * 3)
+    assert len(daemon.head_log()) == commits_before  # nothing committed mid-distillation
+    released = time.monotonic()
+    distiller.release()
+
+    wait_for(lambda: len(daemon.remote_log()) > commits_before, 15, "the commit to be pushed")
+    elapsed = time.monotonic() - released
+    assert elapsed < 10
+    assert daemon.remote_log()[0].startswith("distilld: agent changes")
+    tree = git("ls-tree", "-r", "--name-only", "main", cwd=daemon.origin)
+    assert "projects/heron.md" in tree.split()
+    assert stale_reasons(take_snapshot(store)) == []  # the catalog is current
+    assert git("show", "main:CATALOG.md", cwd=daemon.origin).count("projects/heron.md") == 1
+    status = wait_for(lambda: daemon.status() if daemon.status().get("state") == "idle" else None, 10, "idle")
+    assert status["passes"]["commit"]["ok"] is True
+    assert status["passes"]["check"]["ok"] is True
+    assert status["waiting"] is None
+    activity = daemon.activity()
+    assert "committed 2 agent changes" in activity  # SPINE.md and projects/heron.md
+    assert "pushed to origin" in activity
+    assert status["git"]["ahead"] == 0
+
+
+def test_a_burst_of_a_thousand_events_is_one_commit(daemon: Daemon) -> None:
+    store = daemon.store
+    commits_before = len(daemon.head_log())
+    kestrel = store / "projects" / "kestrel.md"
+    original = kestrel.read_text()
+    for index in range(1000):
+        kestrel.write_text(original + f"- note {index}\n")
+    wait_for(lambda: len(daemon.head_log()) > commits_before, 20, "the burst's commit")
+    time.sleep(QUIET * 6)
+    assert len(daemon.head_log()) == commits_before + 1
+
+
+def test_its_own_writes_do_not_start_it_again(daemon: Daemon) -> None:
+    store = daemon.store
+    wait_for(lambda: daemon.status().get("state") == "idle", 10, "idle")
+    # A new file makes the catalog stale: the daemon writes CATALOG.md itself, then commits.
+    (store / "projects" / "ibis.md").write_text("---\nscope: Ibis\nlast_updated: 2026-11-29\n---\n\n# Ibis\n")
+    spine_with(store, f"- [Ibis](projects/ibis.md) {EM} Ibis notes. Read for ibis.")
+    wait_for(lambda: "ibis" in git("ls-tree", "-r", "--name-only", "main", cwd=daemon.origin), 15, "ibis pushed")
+    wait_for(lambda: daemon.status().get("state") == "idle", 10, "idle")
+    follow_at = daemon.status()["passes"]["follow"]["at"]
+    lines = daemon.activity().count("\n")
+    commits = len(daemon.head_log())
+    time.sleep(QUIET * 8)
+    assert daemon.status()["passes"]["follow"]["at"] == follow_at
+    assert daemon.activity().count("\n") == lines
+    assert len(daemon.head_log()) == commits
+    assert daemon.status()["watcher"]["ignored_own_writes"] >= 1
+
+
+def test_a_second_instance_is_refused(daemon: Daemon) -> None:
+    done = subprocess.run([sys.executable, "-m", "distilld", "run", "--store", str(daemon.store)],
+                          env=daemon.env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "already running" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_status_and_control_commands_reach_it(daemon: Daemon) -> None:
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "distilld", *args, "--store", str(daemon.store)],
+                              env=daemon.env, capture_output=True, text=True, timeout=60)
+
+    shown = cli("status")
+    assert shown.returncode == 0
+    assert "distilld: running" in shown.stdout and "stuck: nothing" in shown.stdout
+    assert json.loads(cli("status", "--json").stdout)["running"] is True
+    assert cli("pause").returncode == 0
+    assert "paused" in cli("status").stdout
+    assert cli("resume").returncode == 0
+    assert cli("run-now", "sync").stdout.startswith("requested: sync")
+    assert "pushed" in cli("log", "-n", "50").stdout
+
+
+def test_sigterm_exits_cleanly(daemon: Daemon) -> None:
+    assert daemon.process is not None
+    daemon.process.send_signal(signal.SIGTERM)
+    assert daemon.process.wait(30) == 0
+    assert daemon.status()["state"] == "stopped"
+    assert daemon.activity().rstrip().endswith("stopped")
+    assert daemon.process.stderr is not None
+    assert b"Traceback" not in daemon.process.stderr.read()

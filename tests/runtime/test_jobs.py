@@ -1,0 +1,132 @@
+"""The jobs as the worker runs them: waiting for a distiller and saying so, taking over a stale
+lock as the protocol allows (and logging it), the lifecycle only while `.lifecycle` says so,
+budget breaches reported at once, and a failing pass reported without stopping the next."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from builders import EM, healthy_store
+from distilld.engine.lock import StoreLock
+from distilld.log import ActivityLog, StatusFile
+from distilld.policy import load_policy
+from distilld.runtime import jobs
+from distilld.runtime.jobs import JobEnv, Stopping, run_job
+from distilld.runtime.links import CompactLink, GitLink
+from distilld.settings import load_settings
+
+LATER = datetime(2028, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> JobEnv:
+    store = healthy_store(tmp_path / "store").root
+    settings = load_settings(overrides={"store": str(store)})
+    policy = load_policy()
+    return JobEnv(settings=settings, policy=policy, store=store, owner="distilld.test.1",
+                  status=StatusFile(tmp_path / "status.json", {}), activity=ActivityLog(tmp_path / "activity.log"),
+                  stop=threading.Event(), lock_changed=threading.Event(),
+                  git=GitLink(store, settings, policy, lambda: LATER), compactor=CompactLink(),
+                  clock=lambda: LATER)
+
+
+def activity(env: JobEnv) -> str:
+    return env.activity.path.read_text() if env.activity.path.exists() else ""
+
+
+def test_follow_waits_while_a_distiller_holds_the_lock(env: JobEnv) -> None:
+    distiller = StoreLock(env.store, "alpha")
+    distiller.acquire()
+    result = run_job(env, "follow", "watch")
+    assert result.ok and result.summary.startswith("waiting: lock held by alpha")
+    assert env.status.get("waiting")["owner"] == "alpha"
+    assert env.status.get("state") == "waiting"
+    assert env.wants_release
+    run_job(env, "follow", "watch")
+    assert activity(env).count("waiting: lock held by alpha") == 1  # said once, not per look
+    distiller.release()
+    result = run_job(env, "follow", "lock released")
+    assert not result.summary.startswith("waiting")
+    assert env.status.get("waiting") is None and env.status.get("state") == "idle"
+
+
+def test_a_blocking_wait_ends_on_stop(env: JobEnv) -> None:
+    distiller = StoreLock(env.store, "alpha")
+    distiller.acquire()
+    threading.Timer(0.3, env.stop.set).start()
+    started = time.monotonic()
+    with pytest.raises(Stopping):
+        env.wait_for_lock("compaction")
+    assert time.monotonic() - started < 15
+    assert "waiting: lock held by alpha" in activity(env)
+    distiller.release()
+
+
+def test_a_stale_lock_is_taken_over_and_the_takeover_logged(env: JobEnv) -> None:
+    (env.store / ".lock").write_text("ghost 1000 1970-01-01T00:16:40Z\n")
+    held = env.wait_for_lock("lifecycle")
+    assert held is not None
+    assert "took over a stale lock from ghost" in activity(env)
+    assert (env.store / ".lock").read_text().startswith("distilld.test.1 ")
+    held.release()
+
+
+def test_lifecycle_moves_nothing_unless_enabled(env: JobEnv) -> None:
+    result = run_job(env, "lifecycle", "schedule")
+    assert result.ok and "disabled" in result.summary
+    assert (env.store / "projects" / "kestrel.md").exists()
+
+
+def test_lifecycle_archives_stale_projects_and_says_so(env: JobEnv) -> None:
+    (env.store / ".lifecycle").write_text("enabled\n")
+    result = run_job(env, "lifecycle", "schedule")
+    assert result.ok, result.summary
+    assert result.summary == "archived 1 file"
+    assert (env.store / "archive" / "projects" / "kestrel.md").exists()
+    assert "archived projects/kestrel.md (past 90 days" in activity(env)
+    assert (env.store / "projects" / "osprey.md").exists()  # pinned
+
+
+def test_budget_breaches_are_reported_at_once_and_once(env: JobEnv) -> None:
+    spine = env.store / "SPINE.md"
+    spine.write_text(spine.read_text() + "".join(f"- filler line {i} {EM} nothing\n" for i in range(70)))
+    run_job(env, "follow", "watch")
+    text = activity(env)
+    assert "over budget: SPINE.md has" in text and "(cap 80)" in text
+    budgets = env.status.get("budgets")
+    assert budgets["spine_lines"]["margin"] < 0
+    run_job(env, "follow", "watch")
+    assert activity(env).count("over budget") == 1
+
+
+def test_a_failing_pass_is_reported_and_the_next_runs(env: JobEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(env: JobEnv, trigger: str) -> jobs.PassResult:
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(jobs.JOB_FUNCTIONS, "compaction", boom)
+    failed = run_job(env, "compaction", "schedule")
+    assert not failed.ok
+    assert "compaction failed: RuntimeError: boom" in activity(env)
+    assert env.status.get("last_error")["job"] == "compaction"
+    assert env.status.get("passes")["compaction"]["ok"] is False
+    assert run_job(env, "follow", "watch").ok
+    assert env.status.get("state") == "idle"
+
+
+def test_a_missing_store_is_waited_for(env: JobEnv, tmp_path: Path) -> None:
+    env.store = tmp_path / "nowhere"
+    result = run_job(env, "follow", "start")
+    assert result.summary.startswith("waiting: no store")
+    assert env.status.get("waiting")["for"] == "store"
+
+
+def test_without_a_repository_commits_say_why(env: JobEnv) -> None:
+    if not env.git.available:
+        pytest.skip("this build has no git layer")
+    result = run_job(env, "follow", "watch")
+    assert result.ok
+    assert "distilld init" in env.status.get("passes")["commit"]["summary"]
