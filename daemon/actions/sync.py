@@ -30,6 +30,7 @@ from ..gitstore.commit import (
     working_changes,
 )
 from ..gitstore.errors import CommitRefused, GitBusy, GitStoreError, NotAStoreRepo, RemoteError
+from ..gitstore.maintenance import pack_objects
 from ..gitstore.repo import InitReport, StoreRepo, init_store, open_store, write_managed_files
 from ..gitstore.sync import SyncReport, fetch, integrate, sync_store
 from ..gitstore.verify import verify_pull
@@ -82,7 +83,7 @@ class InitOutcome:
 
 def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_url: str | None = None,
              branch: str | None = None, identity: Identity = DEFAULT_IDENTITY,
-             credentials: Credentials | None = None) -> InitOutcome:
+             credentials: Credentials | None = None, pack: bool = True) -> InitOutcome:
     """Adopt or create the store's repository. With a remote and no commit yet, the remote's
     branch is checked out first (a second machine joining); then whatever is shared and not yet
     committed (the attribute and ignore files included) becomes the first commit."""
@@ -110,6 +111,10 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
         now = clock()
         outcome.commit = commit_agent_changes(repo_store, identity.signature(now), new_pass_id(now), time.time(),
                                               operation="adopt", subject="distilld: adopt the store")
+    if pack and outcome.commit.commit:
+        trouble = pack_objects(repo_store.root)  # a first commit of a big store is all loose objects
+        if trouble:
+            report.notes.append(trouble)
     return outcome
 
 

@@ -79,7 +79,7 @@ class StoreCallbacks(pygit2.RemoteCallbacks):
                 return credential
         tried = ", ".join(a for a in self.attempts.used if a != "username") or "none available"
         raise pygit2.AuthError(f"authentication to {url} failed (tried: {tried}); not retrying. Check the "
-                               "key file or the ssh agent in distilld's settings")
+                               "credentials given to distilld (ssh key file, ssh agent, token)")
 
     def certificate_check(self, certificate: Any, valid: bool, host: bytes | str) -> bool:
         # SSH: True only when known_hosts has a matching key; HTTPS: the TLS verification result.

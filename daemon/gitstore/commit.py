@@ -31,6 +31,7 @@ BODY_PATH_LIMIT = 50
 USER_STAGED = (FileStatus.INDEX_NEW | FileStatus.INDEX_MODIFIED | FileStatus.INDEX_DELETED
                | FileStatus.INDEX_RENAMED | FileStatus.INDEX_TYPECHANGE)
 PENDING_INDEX = "pending-index.json"
+STAT_ADD_LIMIT = 256 * 1024  # bytes; above it the index gets the blob id without stat data
 
 Entry = tuple[pygit2.Oid, int]
 
@@ -92,26 +93,39 @@ def _listing(title: str, paths: list[str]) -> list[str]:
 
 # -- what may be committed ----------------------------------------------------------------------
 
-def refusal(root: Path, path: str) -> str | None:
-    """Why ``path`` may not be committed, or None."""
+def _read_committable(root: Path, path: str) -> bytes | None:
+    """The bytes to commit for ``path`` (None: it was removed); CommitRefused when it may not be
+    committed. One read, so the bytes checked are the bytes committed."""
     if path not in MANAGED_FILES and sync_class(path) != "shared":
         kind = "a machine-local path" if sync_class(path) == "local" else "not a store file"
-        return f"{path} is {kind}; distilld commits only the shared set"
+        raise CommitRefused(f"{root}: {path} is {kind}; distilld commits only the shared set")
     full = root / path
     try:
         info = os.lstat(full)
     except FileNotFoundError:
-        return None  # a removal
+        return None
     if stat.S_ISLNK(info.st_mode):
-        return f"{path} is a symlink; the store holds none (replace it with the file itself)"
+        raise CommitRefused(f"{root}: {path} is a symlink; the store holds none (replace it with the file itself)")
     if not stat.S_ISREG(info.st_mode):
-        return f"{path} is not a regular file"
+        raise CommitRefused(f"{root}: {path} is not a regular file")
     try:
         data = full.read_bytes()
+    except FileNotFoundError:
+        return None
     except OSError as error:
-        return f"{path} cannot be read ({error.strerror or error})"
+        raise CommitRefused(f"{root}: {path} cannot be read ({error.strerror or error})") from None
     if has_conflict_markers(data):
-        return f"{path} holds git conflict markers; resolve them by hand, then distilld commits it"
+        raise CommitRefused(f"{root}: {path} holds git conflict markers; resolve them by hand, then distilld "
+                            "commits it")
+    return data
+
+
+def refusal(root: Path, path: str) -> str | None:
+    """Why ``path`` may not be committed, or None."""
+    try:
+        _read_committable(root, path)
+    except CommitRefused as refused:
+        return str(refused).removeprefix(f"{root}: ")
     return None
 
 
@@ -146,7 +160,7 @@ def staged_by_user(store: StoreRepo, paths: Iterable[str]) -> list[str]:
     head = head_commit(store.repo)
     tree = head.tree if head else None
     index = store.repo.index
-    index.read(True)
+    index.read(False)  # reloaded only when it changed on disk
     return [p for p in paths if index_entry(index, p) != tree_entry(tree, p)]
 
 
@@ -167,11 +181,12 @@ def _write_pending(store: StoreRepo, commit: pygit2.Oid, parent: pygit2.Oid | No
 
 def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_tree: pygit2.Tree | None) -> None:
     """Bring the real index up to date for exactly ``entries``, where the user has not staged
-    something else meanwhile. ``add(path)`` also records the file's stat data (so git does not
-    rehash it); when the file changed since we read it, the committed blob is recorded instead,
-    so the newer bytes show as an unstaged change rather than as a staged one."""
+    something else meanwhile. For a small file ``add(path)`` also records its stat data (so git
+    does not rehash it); when the file changed since we read it, or is large (adding it would
+    compress it a second time), the committed blob is recorded without stat data: git then
+    compares content, and newer bytes show as an unstaged change, never as a staged one."""
     index = store.repo.index
-    index.read(True)
+    index.read(False)
     for path, entry in entries.items():
         if index_entry(index, path) != tree_entry(parent_tree, path):
             continue  # staged by the user after all: theirs to keep
@@ -181,7 +196,8 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
             continue
         oid, mode = entry
         try:
-            index.add(path)
+            if (store.root / path).stat().st_size <= STAT_ADD_LIMIT:
+                index.add(path)
         except (pygit2.GitError, OSError):
             pass
         if index_entry(index, path) != (oid, mode):
@@ -225,10 +241,7 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
     require_quiet(store)
     repair_pending_index(store)
     wanted = sorted(set(paths))
-    for path in wanted:
-        reason = refusal(root, path)
-        if reason:
-            raise CommitRefused(f"{root}: {reason}")
+    contents = {path: _read_committable(root, path) for path in wanted}
     staged = staged_by_user(store, wanted)
     if staged:
         raise CommitRefused(f"{root}: you have staged changes to {', '.join(staged)}; distilld leaves them to "
@@ -239,9 +252,9 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
         private.read_tree(head.tree)
     entries: dict[str, Entry | None] = {}
     for path in wanted:
-        full = root / path
-        if os.path.lexists(full):
-            oid = repo.create_blob(full.read_bytes())
+        data = contents[path]
+        if data is not None:
+            oid = repo.create_blob(data)
             old = tree_entry(head.tree if head else None, path)
             mode = old[1] if old and old[1] in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE) else int(FileMode.BLOB)
             private.add(pygit2.IndexEntry(path, oid, FileMode(mode)))

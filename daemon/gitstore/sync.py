@@ -10,6 +10,7 @@ step that writes the work tree or commits what agents wrote.
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Callable
@@ -21,7 +22,6 @@ from typing import Any, Literal
 import pygit2
 from pygit2.enums import CheckoutNotify, CheckoutStrategy
 
-from ..store import fs
 from ..store.caps import DEFAULT_CAPS, Caps
 from ..store.merge import Sides
 from .auth import Credentials, StoreCallbacks, apply_timeouts
@@ -60,8 +60,12 @@ def load_state(store: StoreRepo) -> SyncState:
 
 
 def save_state(store: StoreRepo, state: SyncState) -> None:
+    """Replace the state file atomically; no fsync: losing it to a crash only resets the backoff."""
     store.state_dir.mkdir(parents=True, exist_ok=True)
-    fs.atomic_write(store.state_dir / STATE_FILE, json.dumps(asdict(state), indent=1).encode())
+    target = store.state_dir / STATE_FILE
+    temporary = target.with_name(f".{STATE_FILE}.{os.getpid()}.tmp")
+    temporary.write_bytes(json.dumps(asdict(state), indent=1).encode())
+    os.replace(temporary, target)
 
 
 def backoff_seconds(failures: int, rng: Callable[[], float] = random.random,

@@ -29,6 +29,16 @@ def isolated_git_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
         pygit2.settings.search_path[level] = value
 
 
+@pytest.fixture(autouse=True)
+def isolated_git_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """distilld itself runs `git gc --auto`: it too reads no configuration from this machine."""
+    home = tmp_path / "distilld-home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+
+
 @pytest.fixture
 def git(tmp_path: Path) -> GitCli:
     home = tmp_path / "user-home"

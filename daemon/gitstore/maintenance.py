@@ -1,0 +1,33 @@
+"""Housekeeping libgit2 cannot do (LIBRARY-NOTES 1.9): packing loose objects.
+
+libgit2 has no gc; every commit leaves loose objects, and thousands of them make each commit
+slower (libgit2 checks that every object a tree names exists). The git command line packs them
+when it is installed; without it the store still works, only slower.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+GC_TIMEOUT_SECONDS = 600
+
+
+def pack_objects(root: Path, timeout: float = GC_TIMEOUT_SECONDS) -> str | None:
+    """Run ``git gc --auto`` in the foreground (it does nothing below git's thresholds). None
+    when it ran; otherwise a sentence saying why not. Never raises."""
+    git = shutil.which("git")
+    if git is None:
+        return "git is not installed: loose objects are not packed (commits get slower as they pile up)"
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        done = subprocess.run([git, "-C", str(root), "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, env=env,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"git gc did not finish ({error}); loose objects stay as they are"
+    if done.returncode != 0:
+        return f"git gc failed ({done.returncode}): {done.stderr.strip()[:200]}"
+    return None
