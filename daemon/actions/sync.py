@@ -215,6 +215,9 @@ def committed_operation(store: Path, operation: str, policy: Policy, clock: Call
         repo_store: StoreRepo | None = open_store(store)
     except NotAStoreRepo:
         repo_store = None
+    except GitStoreError as error:  # a repository distilld cannot use: the operation still runs
+        record.notes.append(f"the {operation} is not committed: {error}")
+        repo_store = None
     before: dict[str, str | None] = {}
     if repo_store is not None:
         try:

@@ -139,13 +139,14 @@ class Blocked(Exception):
     """The remote's commits cannot be taken in now; the message says why."""
 
 
-def _checkout(store: StoreRepo, old: pygit2.Commit | None, new: pygit2.Oid, why: str) -> None:
+def _checkout(store: StoreRepo, old: pygit2.Commit | None, new: pygit2.Oid, why: str,
+              strategy: CheckoutStrategy = CheckoutStrategy.SAFE) -> None:
     """SAFE checkout of ``new``, then move the branch from ``old`` (compare-and-swap)."""
     repo = store.repo
     conflicts = _Conflicts()
     try:
         repo.checkout_tree(  # type: ignore[no-untyped-call]
-            repo[new], strategy=CheckoutStrategy.SAFE | CheckoutStrategy.DONT_OVERWRITE_IGNORED, callbacks=conflicts)
+            repo[new], strategy=strategy | CheckoutStrategy.DONT_OVERWRITE_IGNORED, callbacks=conflicts)
     except pygit2.GitError as error:
         where = ", ".join(sorted(set(conflicts.paths))) or str(error)
         raise Blocked(f"incoming changes would overwrite uncommitted edits ({where}); commit or move those "
@@ -173,6 +174,22 @@ def _changes(old: pygit2.Tree | None, new: pygit2.Tree) -> Flat:
     return out
 
 
+def _first_checkout_strategy(store: StoreRepo, incoming: Flat) -> CheckoutStrategy:
+    """A machine joining may already hold a copy of the store. Files byte-identical to the
+    remote's may be overwritten (nothing changes); any that differ stop the checkout, named."""
+    present = [p for p in sorted(incoming) if os.path.lexists(store.root / p)]
+    differing = []
+    for path in present:
+        full = store.root / path
+        if full.is_symlink() or not full.is_file() or pygit2.hash(full.read_bytes()) != incoming[path][0]:
+            differing.append(path)
+    if differing:
+        shown = ", ".join(differing[:10]) + (f" and {len(differing) - 10} more" if len(differing) > 10 else "")
+        raise Blocked(f"the store already holds files that differ from the remote's ({shown}); move them "
+                      "aside (or keep what matters as inbox items), then try again")
+    return CheckoutStrategy.FORCE if present else CheckoutStrategy.SAFE
+
+
 @dataclass
 class Integration:
     kind: Literal["up-to-date", "ahead", "no-remote-branch", "fast-forward", "first-checkout", "merged", "blocked"]
@@ -196,10 +213,12 @@ def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, caps
     label = f"{store.remote}/{store.branch}"
     try:
         if head is None:
-            problems = incoming_problems(repo, {}, _changes(None, theirs.tree))
+            incoming = _changes(None, theirs.tree)
+            problems = incoming_problems(repo, {}, incoming)
             if problems:
                 return Integration("blocked", "; ".join(problems))
-            _checkout(store, None, theirs.id, f"first checkout of {label}")
+            strategy = _first_checkout_strategy(store, incoming)
+            _checkout(store, None, theirs.id, f"first checkout of {label}", strategy)
             return Integration("first-checkout", old=None, new=theirs.tree, commit=str(theirs.id))
         if head.id == theirs.id:
             return Integration("up-to-date")

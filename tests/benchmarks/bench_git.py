@@ -128,6 +128,23 @@ def main(argv: list[str] | None = None) -> int:
                 handle.write(f"<!-- agent {n} -->\n".encode())
             captures.append(timed(lambda n=n: commit_agent_changes(repo_store, signature, f"a-{n}", time.time())))
         print(f"agents' changes commit (status scan + one path): {median_ms(captures)}")
+
+        sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)
+        other = base / "other"
+        started = time.perf_counter()
+        run_init(other, policy, lambda: NOW, remote_url=str(origin), identity=Identity("other", "o@localhost"))
+        print(f"a second machine joins (fetch and first checkout of the whole store): "
+              f"{time.perf_counter() - started:.1f} s")
+        with open(store / one, "ab") as handle:
+            handle.write(b"<!-- edited on the first machine -->\n")
+        with open(other / one, "ab") as handle:
+            handle.write(b"<!-- edited on the second machine -->\n")
+        sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)
+        started = time.perf_counter()
+        merged = sync_store(open_store(other), lambda: NOW, Identity("other", "o@localhost"), no_lock)
+        print(f"a diverged sync (merge in memory, catalog rebuilt, C1-C3 on three trees, push): "
+              f"{time.perf_counter() - started:.1f} s ({merged.state}, {merged.integration}, "
+              f"{len(merged.inbox)} inbox item)")
     return 0
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pygit2
 import pytest
 from builders import FIXED_NOW, healthy_store
-from distilld.actions.sync import run_init
+from distilld.actions.sync import run_init, run_sync
 from distilld.gitstore.errors import GitBusy, GitStoreError
 from distilld.gitstore.merge import flatten
 from distilld.gitstore.repo import BLOCK_END, BLOCK_START, open_store
 from distilld.policy import load_policy
-from gitmachines import GitCli
+from gitmachines import GitCli, Machine, Origin, lifecycle_store
 
 LOCAL_FILES = ("data/gc-log.jsonl", "data/gc-manifests/20261130T120000Z.json", "local/SPINE.md",
                "local/notes/x.md", "bin/distill-check-store.sh", ".lifecycle", ".status", ".token-saver",
@@ -111,3 +111,30 @@ def test_the_remote_lives_in_the_repository_config_only(tmp_path: Path) -> None:
     assert not any(b"nowhere.git" in repo[oid].data for oid, _ in tracked.values())
     with pytest.raises(GitStoreError, match="already points at"):
         init(root, remote_url=str(tmp_path / "elsewhere.git"))
+
+
+def test_a_machine_holding_a_copy_of_the_store_joins(tmp_path: Path) -> None:
+    """Files identical to the remote's are no obstacle; a differing one is named, and nothing moves."""
+    origin = tmp_path / "origin.git"
+    pygit2.init_repository(str(origin), bare=True, initial_head="main")
+    first = tmp_path / "first"
+    healthy_store(first)
+    init(first, remote_url=str(origin))
+    assert run_sync(first, load_policy(), lambda: FIXED_NOW).pushed
+    copy = tmp_path / "copy"
+    healthy_store(copy)
+    joined = init(copy, remote_url=str(origin))
+    assert joined.checked_out == str(pygit2.Repository(str(origin)).head.target)  # type: ignore[attr-defined]
+    edited = tmp_path / "edited"
+    healthy_store(edited).write("craft/testing.md", "an edit made by hand\n")
+    with pytest.raises(GitStoreError, match=r"differ from the remote's \(craft/testing.md\)"):
+        init(edited, remote_url=str(origin))
+    assert (edited / "craft/testing.md").read_bytes() == b"an edit made by hand\n"
+    assert pygit2.Repository(str(edited)).head_is_unborn
+
+
+def test_an_operation_on_a_store_without_git_still_runs(tmp_path: Path) -> None:
+    machine = Machine("plain", tmp_path / "plain", Origin(tmp_path / "none.git"))
+    lifecycle_store(machine.root)
+    report, record = machine.gc()
+    assert report.ok and report.outcome and report.outcome.moved and record.result is None
