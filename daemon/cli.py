@@ -17,7 +17,9 @@ from . import __version__
 from .actions import budget as budget_action
 from .actions import catalog as catalog_action
 from .actions import check as check_action
+from .actions import compact as compact_action
 from .actions import gc as gc_action
+from .actions import migrate as migrate_action
 from .actions import restore as restore_action
 from .errors import DistilldError
 from .policy import Policy, load_policy
@@ -162,6 +164,58 @@ def restore(ctx: click.Context, path: str, store: Path | None, wait: float, as_j
     """
     outcome = restore_action.run_restore(_store(store), path, _policy(ctx), _now, wait)
     _emit((restore_action.render_json if as_json else restore_action.render_text)(outcome), as_json)
+    ctx.exit(0 if outcome.ok else 1)
+
+
+@cli.command()
+@store_argument
+@click.option("--preview", "mode", flag_value="preview", default=True,
+              help="Show what compaction would shorten, merge and split (default). Changes nothing.")
+@click.option("--apply", "mode", flag_value="apply",
+              help="Compact (finishing an interrupted compaction first), then rebuild the catalog.")
+@click.option("--wait", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="Seconds to wait for a distiller's lock before giving up.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def compact(ctx: click.Context, store: Path | None, mode: str, wait: float, as_json: bool) -> None:
+    """Bring the SPINE and the tier files back within their budgets, losing no word.
+
+    Entries over the entry cap are cut, then the longest are shortened toward the entry target
+    while the SPINE is over its compaction point; split children join their parent's line,
+    blank lines go, and entries of one tier and section merge. Every cut or merged entry's
+    whole hook is first appended to its file under "## Index detail". Over-cap tier files are
+    split at "## " sections. Nothing is archived. Refuses a pre-1.2 store (use migrate) and a
+    PENDING migration. Exit 1 if the self-check fails.
+    """
+    report = compact_action.run_compact(_store(store), _policy(ctx), _now, wait, apply=mode == "apply")
+    _emit((compact_action.render_json if as_json else compact_action.render_text)(report), as_json)
+    ctx.exit(0 if report.ok else 1)
+
+
+@cli.command()
+@store_argument
+@click.option("--preview", "mode", flag_value="preview", default=True,
+              help="Write data/migration/<UTC>/PLAN.md and change nothing else (default).")
+@click.option("--apply", "mode", flag_value="apply",
+              help="Back the store up, then migrate it item by item; DONE once the self-check passes.")
+@click.option("--finish", "mode", flag_value="finish", help="Resume a PENDING migration at its first unticked item.")
+@click.option("--revert", "mode", flag_value="revert",
+              help="Put the backup back (files changed since go to kept-after-backup/); the ledger is kept.")
+@click.option("--wait", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="Seconds to wait for a distiller's lock before giving up.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def migrate(ctx: click.Context, store: Path | None, mode: str, wait: float, as_json: bool) -> None:
+    """Move a pre-1.2 store to the 1.2 layout, losslessly (checked by C4 against a backup).
+
+    Adopts legacy archives into archive/legacy/, moves dated observation lines to evidence
+    twins, splits over-cap files, compacts the SPINE (catalog line near the top), runs the
+    lifecycle only if .lifecycle is enabled, and rebuilds the catalog. A store that cannot be
+    brought within the hard caps is refused, with the reason and what could be done by hand.
+    Migrating a migrated store is a no-op. Exit 1 if the self-check fails (PENDING stays).
+    """
+    outcome = migrate_action.run_migrate(_store(store), _policy(ctx), _now, mode, wait)
+    _emit((migrate_action.render_json if as_json else migrate_action.render_text)(outcome), as_json)
     ctx.exit(0 if outcome.ok else 1)
 
 

@@ -153,3 +153,71 @@ def unmigrated_store(root: Path) -> StoreBuilder:
         f"- [Preferences](feedback/preferences.md) {EM} output rules. Read when shaping output.",
     ]) + "\n")
     return b
+
+
+PROJECT_NAMES = ("alder birch cedar dogwood elm fir ginkgo hazel ivy juniper kapok larch maple nutmeg oak "
+                 "pine quince rowan sumac teak ulmo vine willow yew zelkova acacia balsa cherry damson ebony "
+                 "fig guava holly iroko jacaranda karri laurel myrtle neem olive pecan quandong redwood "
+                 "sassafras tamarind umbrella viburnum walnut xylosma yucca zapote almond beech catalpa "
+                 "deodar eucalyptus").split()
+
+
+def project_hook(n: int, name: str) -> str:
+    return (f"{name.capitalize()} service for the {name}-team: the `{name}_sync` job, the {name}-api "
+            f"gateway on port {8000 + n}, retries capped at {n % 5 + 2} attempts, alerts on "
+            f"\"{name} backlog over {n * 10 + 100}\", owners in the platform guild, and the {2020 + n % 6} "
+            f"migration notes kept for audits and the quarterly review. Read when working in the {name} repo.")
+
+
+def migrated_store_over_targets(root: Path, projects: int = 40) -> StoreBuilder:
+    """A 1.2 store (catalog, catalog line) whose SPINE is over its targets (lines, bytes,
+    entries over 400 bytes, a wrapped entry, a split child on its own line) and whose tier files
+    include an over-cap file with protected blocks, a CRLF file over its caps, a file just under
+    its caps whose long entry's hook will push it over, and an oversize file."""
+    b = unmigrated_store(root)
+    b.remove("craft/archive/style-2024.md")
+    b.write("archive/legacy/craft/archive/style-2024.md", "# Style rules of 2024\n\n- Tabs, then spaces.\n")
+    b.write("archive/legacy/archive/projects/marten.md", b.read("archive/projects/marten.md"))
+    b.remove("archive/projects/marten.md")
+    b.tier("craft/retries.md", "# Retries\n\n" + long_file("Retry", 3) + "Continued in `craft/retries-2.md`.\n",
+           domain="craft", scope="Retry rules", last_updated="2026-08-01")
+    b.tier("craft/retries-2.md", long_file("Retry", 2, 3), domain="craft", scope="Retry rules (continued)",
+           split_from="craft/retries.md", last_updated="2026-08-01")
+    b.tier("ops/runbook.md", "# Runbook\n\n" + long_file("Runbook", 8) + "- 9th line pad\n",
+           domain="ops", scope="On-call runbook", last_updated="2026-08-02")
+    b.tier("feedback/tables.md", "# Tables\n\n" + "".join(f"| row {n} | " + "cell " * 60 + "|\n" for n in range(20)),
+           domain="feedback", scope="Output tables", oversize="one table that must stay whole")
+    runbook_hook = ("on-call runbook: paging rules, the `oncall-rotate` script, escalation after 15 minutes, "
+                    "the status page, \"disk full\" on the log volume, the restart order for the three "
+                    "queues, who approves a rollback at night, the vendor contacts for the CDN and the DNS "
+                    "provider, and the postmortem template with its five questions; the pager test runs every "
+                    "Monday at 09:00 UTC. Read when on call.")
+    spine = b.read("SPINE.md").decode()
+    spine = spine.replace(OLD_HEADER + "\n", "<!-- Managed by aura-distill. Max 80 lines / 16 KB, 400 bytes per "
+                          "entry. -->\n\n" + f"- [Catalog](CATALOG.md) {EM} complete inventory; not loaded at start.\n")
+    spine = spine.replace("## Ops\n", f"## Ops\n- [Runbook](ops/runbook.md) {EM} {runbook_hook}\n", 1)
+    spine = spine.replace("## Craft\n", "## Craft\n"
+                          f"- [Retries](craft/retries.md) {EM} retry budgets per call site. Read before adding a retry.\n"
+                          f"- [Retries, continued](craft/retries-2.md) {EM} more retry rules. Read with retries.\n", 1)
+    spine = spine.replace("## Feedback\n", f"## Feedback\n- [Tables](feedback/tables.md) {EM} output tables. "
+                          "Read when writing a table.\n", 1)
+    lines = []
+    for n, name in enumerate(PROJECT_NAMES[:projects]):
+        b.tier(f"projects/{name}.md", f"# {name.capitalize()}\n\n- {name} notes.\n",
+               domain="project", scope=f"{name.capitalize()} service", last_updated="2026-09-01")
+        hook = project_hook(n, name)
+        if n % 7 == 3:  # a wrapped entry
+            cut = hook.index(", owners")
+            lines += [f"- [{name.capitalize()}](projects/{name}.md) {EM} {hook[:cut + 1]}", f"  {hook[cut + 2:]}"]
+        else:
+            lines.append(f"- [{name.capitalize()}](projects/{name}.md) {EM} {hook}")
+    spine = spine.replace("\n## Feedback", "\n" + "\n".join(lines) + "\n\n## Feedback", 1)
+    b.write("SPINE.md", spine)
+    from distilld.store.evidence import plan_evidence  # a 1.2 store keeps observations in twins
+    for path in ("craft/testing.md", "profile/ines.md"):
+        move = plan_evidence(path, b.read(path), None)
+        assert move is not None
+        b.write(path, move.principle)
+        b.write("evidence/" + path, move.twin_header + "".join(line + "\n" for line in move.lines))
+    b.rebuild_catalog()
+    return b

@@ -7,6 +7,7 @@ a torn file.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 from pathlib import Path
@@ -32,8 +33,12 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably."""
+def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically and durably.
+
+    ``durable=False`` leaves the flush to a later ``sync_barrier``: for a plan whose journal
+    already holds these exact bytes, so a write lost to a power cut is simply done again.
+    """
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
     temporary = directory / f".{path.name}.distilld-tmp.{os.getpid()}.{secrets.token_hex(4)}"
@@ -41,12 +46,19 @@ def atomic_write(path: Path, data: bytes) -> None:
         with open(temporary, "xb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(temporary, path)
     finally:
         if temporary.exists():
             temporary.unlink()
-    _fsync_directory(directory)
+    if durable:
+        _fsync_directory(directory)
+
+
+def sync_barrier() -> None:
+    """Everything written so far reaches the disk (one sync instead of an fsync per file)."""
+    os.sync()
 
 
 def write_text_keeping_endings(path: Path, text_lf: str) -> bytes:
@@ -68,11 +80,12 @@ def fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def append_line(path: Path, line: str, header: str = "") -> None:
+def append_line(path: Path, line: str, header: str = "", durable: bool = True) -> None:
     """Append one line durably; a new file starts with ``header``.
 
     A file without a final newline gets one first, so the line never joins its neighbour; the
-    line takes the file's own ending.
+    line takes the file's own ending. ``durable=False`` skips the fsync, for journal lines that
+    only speed a resume up (every step they record is idempotent).
     """
     try:
         existing = path.read_bytes()
@@ -89,8 +102,9 @@ def append_line(path: Path, line: str, header: str = "") -> None:
     with open(path, "ab") as handle:
         handle.write(chunk)
         handle.flush()
-        os.fsync(handle.fileno())
-    if existing is None:
+        if durable:
+            os.fsync(handle.fileno())
+    if existing is None and durable:
         _fsync_directory(path.parent)
 
 
@@ -99,14 +113,38 @@ def move_exact(source: Path, target: Path) -> None:
     if target.exists() or target.is_symlink():
         raise FileExistsError(f"{target} already exists; refusing to overwrite it")
     target.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(source, target)
+    try:
+        # link() fails if the name exists, where rename() would silently replace a file an
+        # old client wrote in the meantime; the unlink then completes the move.
+        os.link(source, target)
+        os.unlink(source)
+    except FileExistsError:
+        raise FileExistsError(f"{target} appeared meanwhile; refusing to overwrite it") from None
+    except OSError as error:
+        if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
+            raise
+        os.rename(source, target)  # a file system without hard links: the checked rename
     _fsync_directory(target.parent)
     if source.parent != target.parent:
         _fsync_directory(source.parent)
 
 
-def copy_exact(source: Path, target: Path) -> None:
-    """Copy a file's bytes to a new path (a legacy restore is a copy, never a move)."""
+def finish_interrupted_move(source: Path, target: Path) -> None:
+    """A move killed between its link and its unlink leaves one file under two names: drop the
+    old name. Any other pair of files is left for the caller to judge."""
+    try:
+        if os.path.samefile(source, target):
+            os.unlink(source)
+            _fsync_directory(source.parent)
+    except FileNotFoundError:
+        pass
+
+
+def copy_exact(source: Path, target: Path, durable: bool = True) -> None:
+    """Copy a file's bytes to a new path (a legacy restore is a copy, never a move).
+
+    ``durable=False`` leaves the flush to a ``sync_barrier`` (a backup of many files).
+    """
     if target.exists() or target.is_symlink():
         raise FileExistsError(f"{target} already exists; refusing to overwrite it")
     data = source.read_bytes()
@@ -114,5 +152,23 @@ def copy_exact(source: Path, target: Path) -> None:
     with open(target, "xb") as handle:
         handle.write(data)
         handle.flush()
-        os.fsync(handle.fileno())
-    _fsync_directory(target.parent)
+        if durable:
+            os.fsync(handle.fileno())
+    if durable:
+        _fsync_directory(target.parent)
+
+
+def patch_in_place(path: Path, offset: int, old: bytes, new: bytes, durable: bool = True) -> None:
+    """Overwrite ``old`` at ``offset`` with ``new`` of the same length (a checklist tick): one
+    small write that cannot tear a line. Refuses when the bytes there are not ``old``."""
+    if len(old) != len(new):
+        raise ValueError("patch_in_place keeps the file's length: old and new must be as long")
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        if handle.read(len(old)) != old:
+            raise ValueError(f"{path}: unexpected bytes at offset {offset}; not patched")
+        handle.seek(offset)
+        handle.write(new)
+        handle.flush()
+        if durable:
+            os.fsync(handle.fileno())

@@ -19,10 +19,10 @@ from .text import (
     sha256_hex,
     sha256_norm_hex,
     split_lines,
+    trim,
 )
 
 STAMP_IN_FILE_RE = re.compile(r"last_(?:validated|updated): *([0-9]{4}-[0-9]{2}-[0-9]{2})")
-PROTECTED_RE = re.compile(r"\[(?:NON-NEGOTIABLE|DIRECTIVE)[^\]]*\]")
 # Searched over whole texts: like grep, a marker never spans a line break.
 NON_NEGOTIABLE_RE = re.compile(r"\[NON-NEGOTIABLE[^\]\n]*\]")
 DIRECTIVE_RE = re.compile(r"\[DIRECTIVE[^\]\n]*\]")
@@ -241,7 +241,7 @@ class KnowledgeFile:
     @cached_property
     def scope(self) -> str:
         """The catalog's second column: ``scope:``, else the first heading, else ``(no scope)``."""
-        value = self.fm("scope") or (self._facts.first_heading or "").lstrip("#").lstrip(" ")
+        value = self.fm("scope") or trim((self._facts.first_heading or "").lstrip("#"))
         return escape_free_text(value) if value else "(no scope)"
 
     @property
@@ -305,3 +305,13 @@ def append_index_detail(raw: bytes, hook: str, today: str) -> bytes:
     if text and not text.endswith("\n"):
         text += ending
     return encode(text + ending + INDEX_DETAIL.format(date=today) + ending + ending + hook + ending)
+
+
+def append_index_details(raw: bytes, hooks: list[str], today: str) -> bytes:
+    """One ``## Index detail`` section holding several whole hooks, a blank line between them."""
+    text = decode(raw)
+    ending = dominant_ending(text)
+    if text and not text.endswith("\n"):
+        text += ending
+    body = (ending + ending).join(hooks)
+    return encode(text + ending + INDEX_DETAIL.format(date=today) + ending + ending + body + ending)

@@ -1,0 +1,178 @@
+"""`distilld compact`: SPINE compaction and file splitting (preview, or apply with recovery first).
+
+``run_compact`` is also the scheduled pass the daemon calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..engine.compact import (
+    CompactOutcome,
+    apply_compaction,
+    recover_compaction,
+    refuse_unless_compaction_allowed,
+    unfinished_journals,
+)
+from ..engine.compact_plan import CompactLimits, CompactPlan, plan_compaction
+from ..engine.gc import recover_gc
+from ..engine.journal import unfinished_manifests
+from ..engine.restore import recover_restores
+from ..policy import Policy
+from ..store.snapshot import Snapshot, take_snapshot
+from ..store.text import clip
+from .passes import locked_pass
+
+
+@dataclass
+class CompactReport:
+    mode: str  # "preview" or "apply"
+    plan: CompactPlan | None = None
+    outcome: CompactOutcome | None = None
+    recovery: CompactOutcome | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(o is None or o.ok for o in (self.outcome, self.recovery))
+
+    def to_dict(self) -> dict[str, Any]:
+        plan = self.plan
+        return {
+            "mode": self.mode,
+            "ok": self.ok,
+            "notes": self.notes,
+            "plan": None if plan is None else {
+                "spine_before": {"lines": plan.spine_before[0], "bytes": plan.spine_before[1]},
+                "spine_after": {"lines": plan.spine_after[0], "bytes": plan.spine_after[1]},
+                "entries_cut": len(plan.cut),
+                "entries_merged": len(plan.merged),
+                "files_split": len(plan.splits),
+                "children_created": plan.children,
+                "level": plan.level,
+                "hook_floor": plan.floor,
+                "changes": [asdict(c) for c in plan.changes],
+                "splits": [asdict(s) for s in plan.splits],
+                "unsplittable": plan.unsplittable,
+                "debt": plan.debt,
+                "breaches": plan.breaches,
+                "steps": [s.title for s in plan.steps],
+            },
+            "outcome": _outcome_dict(self.outcome),
+            "recovery": _outcome_dict(self.recovery),
+        }
+
+
+def _outcome_dict(outcome: CompactOutcome | None) -> dict[str, Any] | None:
+    if outcome is None:
+        return None
+    return {
+        "journal": str(outcome.journal) if outcome.journal else None,
+        "steps_done": outcome.steps_done,
+        "written": [{"path": p, "sha256": s} for p, s in outcome.written],
+        "self_check": [f.to_dict() for f in outcome.self_check],
+        "still_over_budget": [f.to_dict() for f in outcome.still_over_budget],
+    }
+
+
+def _files(snapshot: Snapshot) -> dict[str, bytes]:
+    return {path: snapshot.contents[path] for path in snapshot.contents if path in snapshot.files}
+
+
+def plan_for(snapshot: Snapshot, policy: Policy, now: datetime) -> CompactPlan:
+    return plan_compaction(_files(snapshot), CompactLimits.from_policy(policy), now.date().isoformat())
+
+
+def preview_compact(store: Path, policy: Policy, now: datetime) -> CompactReport:
+    snapshot = take_snapshot(store)
+    refuse_unless_compaction_allowed(snapshot)
+    report = CompactReport("preview", plan_for(snapshot, policy, now))
+    for journal in unfinished_journals(snapshot.root):
+        report.notes.append(f"unfinished compaction {journal.path}: --apply finishes it first")
+    return report
+
+
+def run_compact(store: Path, policy: Policy, clock: Callable[[], datetime], wait: float = 0,
+                apply: bool = True) -> CompactReport:
+    """The compaction pass: a preview (``apply=False``, no lock, nothing written), or under the
+    lock: interrupted work recovered first, then the plan made and carried out."""
+    if not apply:
+        return preview_compact(store, policy, clock())
+    with locked_pass(store, policy, clock, wait) as ctx:
+        refuse_unless_compaction_allowed(take_snapshot(ctx.root))
+        report = CompactReport("apply")
+        recover_restores(ctx)
+        if unfinished_manifests(ctx.root):
+            recover_gc(ctx)
+        recovery = recover_compaction(ctx)
+        if recovery.journal is not None:
+            report.recovery = recovery
+        before = take_snapshot(ctx.root)
+        report.plan = plan_for(before, policy, ctx.now())
+        report.outcome = apply_compaction(ctx, report.plan, before)
+        if not report.plan.steps:
+            report.notes.append("nothing to compact: the SPINE and every tier file are within their targets"
+                                if not report.plan.debt else "nothing more can be done mechanically")
+        return report
+
+
+def render_plan(plan: CompactPlan, heading: str) -> list[str]:
+    out = [heading]
+    (lb, bb), (la, ba) = plan.spine_before, plan.spine_after
+    out.append(f"SPINE: {lb} -> {la} lines, {bb} -> {ba} bytes")
+    out.append(f"entries shortened: {len(plan.cut)}; merged into multi-pointer lines: {len(plan.merged)}"
+               + (f" (entries over {plan.level} bytes cut to it)" if plan.cut else ""))
+    if plan.changes and plan.floor < 80:
+        out.append(f"note: the pointer groups leave room for only {plan.floor}+ bytes of some hooks")
+    for change in plan.changes:
+        out.append(f"    - {change.kind} {', '.join(change.paths[:3])}{' …' if len(change.paths) > 3 else ''}: "
+                   f"{len(change.before.encode())} -> {len(change.after.encode())} bytes; whole hook to "
+                   f"{change.target}")
+        if change.after:
+            out.append(f"      {clip(change.after, 160)}")
+    out.append(f"files split: {len(plan.splits)} ({plan.children} new files)")
+    for split in plan.splits:
+        why = " (over its caps after Index detail)" if split.after_index_detail else ""
+        out.append(f"    - {split.path} -> {', '.join(split.children)}{why}")
+    for problem in plan.unsplittable:
+        out.append(f"cannot split: {problem}")
+    for item in plan.debt:
+        out.append(f"debt: {item}")
+    for item in plan.breaches:
+        out.append(f"over a hard cap: {item}")
+    return out
+
+
+def _render_outcome(title: str, outcome: CompactOutcome) -> list[str]:
+    out = [f"{title}: journal {outcome.journal or '(none)'}; {len(outcome.steps_done)} steps, "
+           f"{len(outcome.written)} files written"]
+    if outcome.self_check:
+        out.append("self-check FAILED:")
+        out += [f"    - [{f.group}] {f.message}" for f in outcome.self_check]
+    elif outcome.journal is not None:
+        out.append("self-check passed (C1-C3, C4 against the store before the pass)")
+    if outcome.still_over_budget:
+        out.append(f"still over budget from before this pass ({len(outcome.still_over_budget)}):")
+        out += [f"    - [{f.group}] {f.message}" for f in outcome.still_over_budget[:10]]
+    return out
+
+
+def render_text(report: CompactReport) -> str:
+    out: list[str] = [f"note: {n}" for n in report.notes]
+    if report.recovery:
+        out += _render_outcome("recovered an interrupted compaction", report.recovery)
+    if report.plan is not None:
+        heading = "compact preview (nothing changed)" if report.mode == "preview" else "compact plan"
+        out += render_plan(report.plan, heading)
+    if report.outcome:
+        out += _render_outcome("compact", report.outcome)
+    return "\n".join(out) + "\n"
+
+
+def render_json(report: CompactReport) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"

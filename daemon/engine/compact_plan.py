@@ -1,0 +1,319 @@
+"""plan_compaction: the store's files in, every write of a compaction out (STORE-FORMAT.md 4.2,
+4.3). Pure: no I/O, ``today`` injected.
+
+Order, as the format asks: over-cap tier files are split (children join their parent's SPINE
+line); the SPINE is compacted; every cut or merged entry's whole hook is appended to its target
+under ``## Index detail``; targets the append pushed over their caps are split in turn. A split
+adds pointers, which can change the compaction, so the plan is recomputed until it is stable.
+Nothing is archived to make room.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..policy import Policy
+from ..store.paths import SPINE, TIERS, contained, is_nested_archive
+from ..store.spine import Pointer, Spine
+from ..store.split import split_knowledge_file
+from ..store.text import byte_len, sha256_hex
+from ..store.tierfile import KnowledgeFile, append_index_details
+from .spine_compact import HOOK_FLOORS, SpineCompactor, SpineLimits, SpineResult
+from .spine_model import Entry, SpineModel, format_group
+from .writes import FileWrite, Step
+
+NUMBER_RE = re.compile(r"-([0-9]+)\.md$")
+HOOK_RESERVE = 80  # bytes a pointer group leaves for its hook before children go to a line of their own
+ROUNDS = 8
+
+
+@dataclass(frozen=True)
+class CompactLimits:
+    spine: SpineLimits = SpineLimits()
+    file_max_lines: int = 60
+    file_max_bytes: int = 6000
+
+    @classmethod
+    def from_policy(cls, policy: Policy) -> "CompactLimits":
+        s = policy.spine
+        return cls(SpineLimits(s.entry_max_bytes, s.entry_target_bytes, s.compact_at_bytes, s.compact_at_lines,
+                               s.max_bytes, s.max_lines),
+                   policy.tier_file.max_lines, policy.tier_file.max_bytes)
+
+
+@dataclass
+class EntryChange:
+    kind: str  # "cut" or "merged"
+    paths: list[str]
+    before: str
+    after: str  # the line it became ("" when it went into another entry's line)
+    target: str  # the file that received its whole hook
+
+
+@dataclass
+class SplitRecord:
+    path: str
+    children: list[str]
+    after_index_detail: bool = False
+
+
+@dataclass
+class CompactPlan:
+    steps: list[Step] = field(default_factory=list)
+    spine_before: tuple[int, int] = (0, 0)  # lines, bytes
+    spine_after: tuple[int, int] = (0, 0)
+    spine_text: bytes = b""
+    changes: list[EntryChange] = field(default_factory=list)
+    splits: list[SplitRecord] = field(default_factory=list)
+    unsplittable: list[str] = field(default_factory=list)
+    debt: list[str] = field(default_factory=list)
+    breaches: list[str] = field(default_factory=list)
+    level: int = 0
+    floor: int = 0  # every shortened entry kept at least this many bytes of its hook
+    files: dict[str, bytes] = field(default_factory=dict)  # the store's files once carried out
+
+    @property
+    def cut(self) -> list[EntryChange]:
+        return [c for c in self.changes if c.kind == "cut"]
+
+    @property
+    def merged(self) -> list[EntryChange]:
+        return [c for c in self.changes if c.kind == "merged"]
+
+    @property
+    def children(self) -> int:
+        return sum(len(s.children) for s in self.splits)
+
+
+def is_tier_path(path: str) -> bool:
+    return path.endswith(".md") and path.split("/", 1)[0] in TIERS and "/" in path and not is_nested_archive(path)
+
+
+class _Tree:
+    """The store's files as the plan goes, and the steps that get them there."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = dict(files)
+        self.steps: list[Step] = []
+        self._pinned: dict[str, bool] = {}
+        self._known: dict[str, KnowledgeFile] = {}
+
+    def pinned(self, path: str) -> bool:
+        if path not in self._pinned:
+            self._pinned[path] = path in self.files and self.knowledge(path).pinned
+        return self._pinned[path]
+
+    def write(self, step: Step, path: str, data: bytes) -> None:
+        old = self.files.get(path)
+        step.ops.append(FileWrite(path, sha256_hex(old) if old is not None else None, data))
+        self.files[path] = data
+        self._known.pop(path, None)
+
+    def taken(self, path: str) -> bool:
+        return any(p in self.files for p in (path, "archive/" + path, "evidence/" + path))
+
+    def knowledge(self, path: str) -> KnowledgeFile:
+        if path not in self._known:
+            self._known[path] = KnowledgeFile(path, self.files.get(path, b""))
+        return self._known[path]
+
+    def over_cap(self, path: str, limits: CompactLimits) -> bool:
+        file = self.knowledge(path)
+        if file.oversize_reason is not None:
+            return False  # oversize files are left alone
+        return file.line_count > limits.file_max_lines or file.size > limits.file_max_bytes
+
+
+def _split(tree: _Tree, path: str, limits: CompactLimits, title: str, after_detail: bool,
+           record: list[SplitRecord], unsplittable: list[str]) -> list[str]:
+    outcome = split_knowledge_file(path, tree.files[path], limits.file_max_lines, limits.file_max_bytes,
+                                   tree.taken)
+    if outcome is None:
+        unsplittable.append(f"{path}: over its caps with no `## ` section to cut at (declare "
+                            "oversize: <reason> for the byte cap, or add section headings)")
+        return []
+    unsplittable += outcome.over_cap
+    names = [name for name, _ in outcome.children]
+    step = Step(f"{title} {path} into {', '.join(names)}")
+    for name, data in outcome.children:  # children first: no line is ever only in flight
+        tree.write(step, name, data)
+    tree.write(step, path, outcome.parent)
+    tree.steps.append(step)
+    record.append(SplitRecord(path, names, after_detail))
+    return names
+
+
+def _child_pointer(path: str) -> Pointer:
+    match = NUMBER_RE.search(path)
+    return Pointer(match.group(1) if match else path.rsplit("/", 1)[-1][:-3], path)
+
+
+def _place_children(model: SpineModel, parent: str, children: list[str], cap: int) -> None:
+    """Children join the line of the entry that names their parent; what does not fit on it
+    (or has no such line) gets a line of its own right after it."""
+    pointers = [_child_pointer(c) for c in children]
+    host = model.entry_of(parent)
+    fitting: list[Pointer] = []
+    if host is not None:
+        for pointer in pointers:
+            head = byte_len(f"- {format_group(host.group + fitting + [pointer])} \u2014 ")
+            if head + HOOK_RESERVE > cap:
+                break
+            fitting.append(pointer)
+        if fitting:
+            model.add_pointers(host, fitting, parent)
+    rest = pointers[len(fitting):]
+    after: Entry | None = host
+    while rest:
+        line: list[Pointer] = []
+        for pointer in rest:
+            if line and byte_len(f"- {format_group(line + [pointer])} \u2014 continues `{parent}`.") > cap:
+                break
+            line.append(pointer)
+        rest = rest[len(line):]
+        section = after.section if after is not None else 0
+        after = model.new_entry(line, f"continues `{parent}`.", after, section)
+
+
+def _build_model(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: CompactLimits,
+                 catalog_line: str | None, start: int = 0) -> tuple[SpineModel, SpineResult]:
+    """The compacted SPINE, with the highest hook floor that keeps it within the hard caps
+    (searched from ``HOOK_FLOORS[start]``: more pointers never make room for a higher floor)."""
+    def attempt(index: int) -> tuple[SpineModel, SpineResult]:
+        return _model_at(spine, tree, children, limits, catalog_line, HOOK_FLOORS[index])
+
+    high = start
+    best = attempt(high)
+    if not best[1].breaches or high == len(HOOK_FLOORS) - 1:
+        return best
+    low = len(HOOK_FLOORS) - 1
+    lowest = attempt(low)
+    if lowest[1].breaches:
+        return lowest  # not even bare pointer groups fit: the caller reports the breach
+    best = lowest
+    while low - high > 1:  # invariant: HOOK_FLOORS[high] breaches, HOOK_FLOORS[low] fits
+        middle = (low + high) // 2
+        found = attempt(middle)
+        if found[1].breaches:
+            high = middle
+        else:
+            low, best = middle, found
+    return best
+
+
+def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: CompactLimits,
+              catalog_line: str | None, floor: int) -> tuple[SpineModel, SpineResult]:
+    model = SpineModel(spine)
+    model.pinned = tree.pinned
+    if catalog_line is not None:
+        model.insert_top(catalog_line)
+    for parent, kids in children:
+        _place_children(model, parent, kids, limits.spine.entry_cap)
+
+    def detail_target(entry: Entry) -> str | None:
+        return next((p for p in entry.paths if is_tier_path(p) and contained(p, "tier") and p in tree.files), None)
+
+    def parent_of(path: str) -> str | None:
+        if path not in tree.files:
+            return None
+        parent = tree.knowledge(path).split_from
+        return parent if parent and parent in tree.files and parent != path else None
+
+    compactor = SpineCompactor(model, limits.spine, detail_target, parent_of)
+    return model, compactor.run(floor)
+
+
+def _details(model: SpineModel) -> list[tuple[str, str]]:
+    """(target, whole hook) for every cut or merged entry, in SPINE order."""
+    found: list[tuple[str, str]] = []
+    for entry in model.entries:
+        if (entry.cut or entry.merged) and entry.detail_target and entry.original_hook:
+            found.append((entry.detail_target, entry.original_hook))
+    return found
+
+
+def plan_compaction(files: dict[str, bytes], limits: CompactLimits, today: str,
+                    catalog_line: str | None = None,
+                    unpointed: list[tuple[str, list[str]]] | None = None) -> CompactPlan:
+    """Every write that brings the SPINE and the tier files toward their targets.
+
+    ``catalog_line`` is added near the top of the SPINE (migration); ``unpointed`` lists split
+    children the SPINE does not point at yet, by parent: they join their parent's line too.
+    """
+    spine_raw = files.get(SPINE, b"")
+    plan = CompactPlan()
+    base = _Tree(files)
+    splits: list[SplitRecord] = []
+    unsplittable: list[str] = []
+    first_children: list[tuple[str, list[str]]] = list(unpointed or [])
+    for path in sorted(p for p in files if is_tier_path(p)):
+        if base.over_cap(path, limits):
+            names = _split(base, path, limits, "split", False, splits, unsplittable)
+            if names:
+                first_children.append((path, names))
+
+    previous: tuple[list[tuple[str, str]], list[tuple[str, list[str]]]] | None = None
+    later_children: list[tuple[str, list[str]]] = []
+    settled = False
+    floor_index = 0
+    for _ in range(ROUNDS):
+        model, result = _build_model(spine_raw, base, first_children + later_children, limits, catalog_line,
+                                     floor_index)
+        floor_index = HOOK_FLOORS.index(result.floor)
+        details = _details(model)
+        tree = _Tree(base.files)
+        tree.steps = list(base.steps)
+        resplits: list[SplitRecord] = []
+        again_unsplittable: list[str] = []
+        by_target: dict[str, list[str]] = {}
+        for target, hook in details:
+            by_target.setdefault(target, []).append(hook)
+        for target, hooks in by_target.items():
+            step = Step(f"append Index detail to {target} ({len(hooks)} whole hook{'s' if len(hooks) > 1 else ''})")
+            tree.write(step, target, append_index_details(tree.files[target], hooks, today))
+            tree.steps.append(step)
+        new_children: list[tuple[str, list[str]]] = []
+        for target in by_target:
+            if tree.over_cap(target, limits):
+                names = _split(tree, target, limits, "split (over its caps after Index detail)", True,
+                               resplits, again_unsplittable)
+                if names:
+                    new_children.append((target, names))
+        current = (details, new_children)
+        if current == previous or not new_children and not later_children:
+            settled = True
+            break
+        previous = current
+        later_children = new_children
+
+    spine_after = model.raw()
+    if spine_after != spine_raw:
+        step = Step("write SPINE.md")
+        tree.write(step, SPINE, spine_after)
+        tree.steps.append(step)
+    plan.steps = tree.steps
+    plan.files = tree.files
+    plan.spine_text = spine_after
+    before = Spine(spine_raw)
+    plan.spine_before = (before.line_count, before.size)
+    plan.spine_after = (model.line_count, model.size)
+    plan.level = result.level
+    plan.floor = result.floor
+    plan.splits = splits + resplits
+    plan.unsplittable = unsplittable + again_unsplittable
+    plan.debt = list(result.debt)
+    plan.breaches = list(result.breaches)
+    if not settled:
+        plan.breaches.append(f"the splits Index detail causes did not settle in {ROUNDS} rounds")
+    for entry in model.entries:
+        if entry.is_new or not (entry.cut or entry.merged) or not entry.detail_target:
+            continue
+        after = "" if entry.removed else entry.current()
+        kind = "merged" if entry.merged else "cut"
+        plan.changes.append(EntryChange(kind, entry.paths, " ".join((entry.first_line, *entry.continuations)),
+                                        after, entry.detail_target))
+    for path in sorted(p for p in plan.files if is_tier_path(p)):
+        if _Tree(plan.files).over_cap(path, limits):
+            plan.debt.append(f"{path} is still over its caps")
+    return plan

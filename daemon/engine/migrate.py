@@ -1,0 +1,346 @@
+"""migrate-store (STORE-FORMAT.md 4.6): preview, apply, finish and revert, crash-safe.
+
+Apply: the plan is written (PLAN.md, plan.json), the knowledge tree is copied to backup/ and
+the copy verified byte for byte, PENDING is written, and only then is the store edited, item
+by item, each item ticked in PLAN.md and every file written or moved recorded under
+``## Writes``. The last item is the self-check against the backup; only when it passes does
+DONE replace PENDING. Finish carries on at the first unticked item (every write is idempotent).
+Revert puts the backup back, keeping files changed after the backup in kept-after-backup/.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import DistilldError
+from ..policy import Policy
+from ..store import fs
+from ..store.catalog import render_catalog
+from ..store.findings import Finding
+from ..store.invariants import check_store
+from ..store.ledger import archive_event, restore_event
+from ..store.local import lifecycle_enabled, pending_migrations
+from ..store.lossless import check_c4
+from ..store.paths import CATALOG, LEDGER, SPINE, TIERS
+from ..store.snapshot import take_snapshot
+from ..store.text import encode, sha256_hex
+from .context import PassContext
+from .crash import crashpoint
+from .gc import append_ledger, take_ledger
+from .migrate_journal import (
+    ITEM_ARCHIVE,
+    ITEM_BACKUP,
+    ITEM_CATALOG,
+    ITEM_CHECK,
+    Item,
+    MigrationDir,
+    MigrationRecord,
+    items_of,
+    migration_dirs,
+    moved_by,
+    new_dir,
+    render_plan_md,
+)
+from .migrate_plan import MigrationPlan, plan_migration
+from .writes import Pacer, PlanStopped, planned_checksums, run_step
+
+KNOWLEDGE_TOPS: tuple[str, ...] = (*TIERS, "evidence", "archive")
+
+
+class MigrationRefused(DistilldError):
+    """The migration cannot run, or cannot run now; nothing was changed."""
+
+
+@dataclass
+class MigrateOutcome:
+    mode: str
+    plan: MigrationPlan | None = None
+    directory: Path | None = None
+    items_done: list[str] = field(default_factory=list)
+    written: int = 0
+    self_check: list[Finding] = field(default_factory=list)
+    finished: bool = False  # DONE written (or REVERTED, for a revert)
+    kept: list[str] = field(default_factory=list)  # files a revert found changed after the backup
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.self_check
+
+
+def knowledge_files(root: Path) -> list[str]:
+    """SPINE.md, CATALOG.md and every regular file under the tiers, evidence/ and archive/."""
+    found = [name for name in (SPINE, CATALOG) if (root / name).is_file()]
+    for top in KNOWLEDGE_TOPS:
+        base = root / top
+        if not base.is_dir():
+            continue
+        for directory, _, names in os.walk(base):
+            for name in names:
+                path = Path(directory) / name
+                if path.is_file() and not path.is_symlink():
+                    found.append(path.relative_to(root).as_posix())
+    return sorted(found)
+
+
+def _refusal_message(plan: MigrationPlan) -> str:
+    lines = ["migration refused; nothing was changed:"] + [f"  - {r}" for r in plan.refusal]
+    if plan.suggestions:
+        lines.append("what could be done by hand:")
+        lines += [f"  - {s}" for s in plan.suggestions[:30]]
+    return "\n".join(lines)
+
+
+def _make_plan(root: Path, policy: Policy, now: datetime) -> MigrationPlan:
+    snapshot = take_snapshot(root)
+    snapshot.require_readable()
+    return plan_migration(snapshot, policy, now, lifecycle_enabled(root))
+
+
+# -- preview ----------------------------------------------------------------------------------
+
+def preview_migration(root: Path, policy: Policy, now: datetime) -> MigrateOutcome:
+    """Write data/migration/<UTC>/PLAN.md; change nothing else."""
+    plan = _make_plan(root, policy, now)
+    directory = new_dir(root, plan.ts)
+    status = "refused (see below): nothing will be changed" if plan.refused else "preview: nothing changed"
+    if plan.is_noop:
+        status = "no-op: the store is already in the 1.2 layout"
+    fs.atomic_write(directory.plan_md, encode(render_plan_md(plan, root, items_of(plan), status)))
+    outcome = MigrateOutcome("preview", plan, directory.path)
+    if pending_migrations(root):
+        outcome.notes.append(f"a migration is PENDING ({pending_migrations(root)[0]}): finish or revert it first")
+    return outcome
+
+
+# -- apply and finish -------------------------------------------------------------------------
+
+def apply_migration(ctx: PassContext, policy: Policy) -> MigrateOutcome:
+    root = ctx.root
+    pending = pending_migrations(root)
+    if pending:
+        raise MigrationRefused(f"{pending[0]}: another migration is PENDING; run `distilld migrate --finish` "
+                               "or `--revert` first")
+    plan = _make_plan(root, policy, ctx.now())
+    if plan.is_noop:
+        return MigrateOutcome("apply", plan, notes=["the store is already in the 1.2 layout: nothing to migrate"])
+    if plan.refused:
+        raise MigrationRefused(_refusal_message(plan))
+    directory = new_dir(root, plan.ts)
+    items = items_of(plan)
+    record = MigrationRecord(plan.ts, plan.now, plan.today, plan.kind, items, plan.created, plan.moved,
+                             plan.budget_before, plan.budget_after)
+    directory.save_record(record)
+    fs.atomic_write(directory.plan_md, encode(render_plan_md(plan, root, items, "applying")))
+    crashpoint("plan-written")
+    _backup(root, directory)
+    directory.mark(1)
+    fs.atomic_write(directory.pending, encode(directory.relative_plan(root) + "\n"))
+    crashpoint("pending-written")
+    ctx.heartbeat()
+    outcome = MigrateOutcome("apply", plan, directory.path)
+    _continue(ctx, directory, record, outcome)
+    return outcome
+
+
+def _backup(root: Path, directory: MigrationDir) -> None:
+    """Copy the knowledge tree into backup/ byte for byte, then verify the copy."""
+    files = knowledge_files(root)
+    for path in files:
+        target = directory.backup / path
+        if target.exists():
+            target.unlink()  # a backup interrupted before PENDING: start it again
+        fs.copy_exact(root / path, target, durable=False)
+    fs.sync_barrier()  # the whole copy on disk before PENDING says the store may change
+    copied = knowledge_files(directory.backup)
+    if copied != files or any((root / p).read_bytes() != (directory.backup / p).read_bytes() for p in files):
+        raise MigrationRefused(f"{directory.backup}: the backup differs from the store; nothing was changed "
+                               "(check the disk, then run migrate --apply again)")
+
+
+def _continue(ctx: PassContext, directory: MigrationDir, record: MigrationRecord, outcome: MigrateOutcome) -> None:
+    marks = directory.marks()
+    pacer = Pacer(ctx.heartbeat)
+    for item in record.items:
+        if marks.get(item.number):
+            continue
+        if item.kind == ITEM_CHECK:
+            pacer.flush()  # every write on disk before it is checked and DONE is written
+            outcome.self_check = _self_check(ctx, directory)
+            if outcome.self_check:
+                outcome.notes.append(f"{directory.pending} stays: fix what the self-check names, then run "
+                                     "`distilld migrate --finish`, or undo it all with `--revert`")
+                return
+        else:
+            outcome.written += _run_item(ctx, directory, item, pacer)
+        directory.mark(item.number)
+        crashpoint("item-marked")
+        outcome.items_done.append(item.title)
+        pacer.tick()
+    _write_done(ctx, directory, record)
+    outcome.finished = True
+
+
+def _run_item(ctx: PassContext, directory: MigrationDir, item: Item, pacer: Pacer) -> int:
+    root = ctx.root
+    if item.kind == ITEM_BACKUP:
+        return 0  # done before PENDING existed
+    if item.kind == ITEM_CATALOG:
+        fs.atomic_write(root / CATALOG, encode(render_catalog(take_snapshot(root), ctx.now())))
+        directory.record_write(CATALOG, sha256_hex((root / CATALOG).read_bytes()))
+        crashpoint("file-written")
+        return 1
+    if item.kind == ITEM_ARCHIVE and item.move is not None:
+        return _archive(ctx, directory, item)
+    assert item.step is not None
+    written = run_step(root, item.step, pacer, directory.record_write)
+    return len(written)
+
+
+def _archive(ctx: PassContext, directory: MigrationDir, item: Item) -> int:
+    """A lifecycle move: the ledger line first, then the byte-exact move (gc Apply rules)."""
+    move = item.move
+    assert move is not None
+    source, target = ctx.root / move.source, ctx.root / move.target
+    source_sha = sha256_hex(source.read_bytes()) if source.is_file() else None
+    target_sha = sha256_hex(target.read_bytes()) if target.is_file() else None
+    if source_sha is None and target_sha == move.sha256:
+        return 0
+    if source_sha != move.sha256 or target_sha is not None:
+        raise PlanStopped(f"{source}: not as planned for its lifecycle move (source {source_sha or 'absent'}, "
+                          f"{move.target} {target_sha or 'absent'}); stopped")
+    ledger = take_ledger(ctx.root)
+    last = ledger.last_event_by_path.get(move.source) if ledger else None
+    if not (last is not None and last.is_archive and last.value("sha256") == move.sha256):
+        append_ledger(ctx, lambda stamp: archive_event(stamp, move.source, move.sha256, move.sha256_norm,
+                                                       move.reason, move.spine_entry))
+        directory.record_write(LEDGER, sha256_hex((ctx.root / LEDGER).read_bytes()))
+        crashpoint("file-written")
+    fs.move_exact(source, target)
+    directory.record_write(move.target, move.sha256)
+    crashpoint("file-written")
+    ctx.heartbeat()
+    return 2
+
+
+def _self_check(ctx: PassContext, directory: MigrationDir) -> list[Finding]:
+    after = take_snapshot(ctx.root)
+    found = check_store(after, ctx.caps) + check_c4(take_snapshot(directory.backup), after)
+    return [f for f in found if f.severity == "fail"]
+
+
+def _write_done(ctx: PassContext, directory: MigrationDir, record: MigrationRecord) -> None:
+    before, after = record.budget_before, record.budget_after
+    numbers = [f"done {ctx.now_stamp()}", f"plan {directory.relative_plan(ctx.root)}"]
+    numbers += [f"{key}: {before.get(key)} -> {after.get(key)}" for key in before]
+    fs.atomic_write(directory.done, encode("\n".join(numbers) + "\n"))
+    crashpoint("done-written")
+    if directory.pending.exists():
+        directory.pending.unlink()
+    ctx.heartbeat()
+
+
+def pending_dir(root: Path) -> MigrationDir:
+    pending = pending_migrations(root)
+    if not pending:
+        raise MigrationRefused(f"{root}: no migration is PENDING; nothing to finish "
+                               "(`distilld migrate` previews one)")
+    return MigrationDir(pending[0].parent)
+
+
+def finish_migration(ctx: PassContext) -> MigrateOutcome:
+    directory = pending_dir(ctx.root)
+    record = directory.load_record()
+    outcome = MigrateOutcome("finish", directory=directory.path)
+    _continue(ctx, directory, record, outcome)
+    return outcome
+
+
+# -- revert -----------------------------------------------------------------------------------
+
+def _revertible(root: Path) -> MigrationDir:
+    pending = pending_migrations(root)
+    if pending:
+        return MigrationDir(pending[0].parent)
+    done = [d for d in migration_dirs(root) if d.done.exists() and not d.reverted.exists()]
+    if not done:
+        raise MigrationRefused(f"{root}: no migration to revert (none is PENDING or DONE and not reverted)")
+    return done[-1]
+
+
+def revert_migration(ctx: PassContext) -> MigrateOutcome:
+    root = ctx.root
+    directory = _revertible(root)
+    record = directory.load_record()
+    outcome = MigrateOutcome("revert", directory=directory.path)
+    backup = directory.backup
+    if not backup.is_dir():
+        raise MigrationRefused(f"{backup}: no backup to revert to; nothing was changed")
+    ours = planned_checksums([i.step for i in record.items if i.step is not None])
+    recorded = directory.writes()
+    # 1. files changed after the backup are kept aside before anything is undone
+    for path in knowledge_files(root):
+        if path == CATALOG:
+            continue
+        current = sha256_hex((root / path).read_bytes())
+        copy = backup / path
+        if copy.is_file() and sha256_hex(copy.read_bytes()) == current:
+            continue
+        if current == recorded.get(path) or current in ours.get(path, set()):
+            continue
+        if path == LEDGER:
+            continue  # the ledger is only ever appended to, and is never replaced
+        outcome.kept.append(path)
+        kept = directory.kept / path
+        if not kept.exists():
+            fs.copy_exact(root / path, kept)
+    reason = f"revert {directory.ts}"
+    # 2. a restore line for every lifecycle move this migration made, 3. every move reversed
+    for item in reversed(record.items):
+        move = item.move
+        if move is None:
+            continue
+        ledger = take_ledger(root)
+        last = ledger.last_event_by_path.get(move.source) if ledger else None
+        if last is not None and last.is_archive and last.value("sha256") == move.sha256:
+            archived = root / move.target
+            observed = sha256_hex(archived.read_bytes()) if archived.is_file() else None
+            append_ledger(ctx, lambda stamp: restore_event(stamp, move.source, reason, observed,
+                                                           observed is not None and observed != move.sha256))
+            crashpoint("file-written")
+    for source, target in reversed(moved_by(record.items)):
+        if (root / target).is_file() and not (root / source).exists():
+            fs.move_exact(root / target, root / source)
+            crashpoint("file-written")
+            ctx.heartbeat()
+    # 4. paths the plan created go, unless changed after the backup
+    for path in record.created:
+        if path not in outcome.kept and (root / path).is_file() and not (backup / path).exists():
+            (root / path).unlink()
+            crashpoint("file-written")
+    # 5. the backup over the store, the ledger excepted
+    for path in knowledge_files(backup):
+        if path in (LEDGER, CATALOG):
+            continue
+        data = (backup / path).read_bytes()
+        current = root / path
+        if not current.is_file() or current.read_bytes() != data:
+            fs.atomic_write(current, data)
+            crashpoint("file-written")
+            ctx.heartbeat()
+    # 6. the catalog: rebuilt only if the store had one; otherwise none, as before
+    if (backup / CATALOG).is_file():
+        fs.atomic_write(root / CATALOG, encode(render_catalog(take_snapshot(root), ctx.now())))
+    elif (root / CATALOG).is_file():
+        (root / CATALOG).unlink()
+    # 7. REVERTED replaces PENDING
+    fs.atomic_write(directory.reverted, encode(f"reverted {ctx.now_stamp()}\n"))
+    crashpoint("reverted-written")
+    if directory.pending.exists():
+        directory.pending.unlink()
+    outcome.finished = True
+    ctx.heartbeat()
+    return outcome

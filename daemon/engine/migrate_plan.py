@@ -1,0 +1,299 @@
+"""plan_migration: a pre-1.2 store in, every step of its move to the 1.2 layout out
+(STORE-FORMAT.md 1.9, 4.6). Pure: the snapshot, the policy, ``now`` and whether the local
+lifecycle is enabled in; a MigrationPlan out.
+
+Steps, in apply order: adopt legacy archives (byte-identical moves to ``archive/legacy/<path>``),
+move dated observation lines to evidence twins, split over-cap files, append the hooks of cut
+or merged entries and write the new SPINE (catalog line near the top), lifecycle moves when
+enabled, rebuild the catalog. The plan predicts the store it will leave and runs the checks
+(C1-C3, and C4 against the store now) on that prediction: a migration that could not pass its
+own self-check is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from ..policy import Policy
+from ..store.catalog import render_catalog
+from ..store.evidence import plan_evidence
+from ..store.findings import Finding
+from ..store.invariants import check_store
+from ..store.ledger import LEDGER_HEADER, archive_event
+from ..store.lossless import check_c4
+from ..store.paths import CATALOG, LEGACY_PREFIX, SPINE, Layout, contained, is_legacy
+from ..store.snapshot import Snapshot
+from ..store.spine import Spine, SpineEditor, add_entry, find_entry
+from ..store.stamps import format_utc
+from ..store.text import clip, encode, sha256_hex, split_lines
+from ..store.tierfile import KnowledgeFile
+from .compact_plan import CompactLimits, CompactPlan, is_tier_path, plan_compaction
+from .gc_plan import plan_gc
+from .journal import compact_utc
+from .plan import Move
+from .writes import FileMove, FileWrite, Step, TwinAppend
+
+CATALOG_LINE = ("- [Catalog](CATALOG.md) \u2014 complete inventory of every knowledge file incl. archived and "
+                "evidence; not loaded at start; consult on any miss.")
+KIND_FIRST = "first migration to the 1.2 layout"
+KIND_ADOPT = "already migrated: adoption of newly appeared unledgered archives only"
+KIND_NOOP = "already migrated: nothing to do"
+
+
+@dataclass
+class MigrationPlan:
+    ts: str  # names data/migration/<ts>/
+    now: str
+    today: str
+    kind: str
+    lifecycle_enabled: bool
+    steps: list[Step] = field(default_factory=list)  # the checklist items that write files
+    lifecycle: list[Move] = field(default_factory=list)
+    lifecycle_candidates: list[str] = field(default_factory=list)  # what it would archive, when disabled
+    lifecycle_spine: bytes = b""  # SPINE.md once the lifecycle moves removed their pointers
+    lifecycle_spine_before: str = ""  # the checksum of SPINE.md before that edit
+    adoptions: list[tuple[str, str]] = field(default_factory=list)
+    evidence: list[tuple[str, int]] = field(default_factory=list)  # principle file, lines moved
+    added_entries: list[str] = field(default_factory=list)  # entries for files the SPINE missed
+    compact: CompactPlan | None = None
+    refusal: list[str] = field(default_factory=list)
+    suggestions: list[str] = field(default_factory=list)
+    budget_before: dict[str, int] = field(default_factory=dict)
+    budget_after: dict[str, int] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)
+    predicted: dict[str, bytes] = field(default_factory=dict)  # the store's files once done
+
+    @property
+    def is_noop(self) -> bool:
+        return self.kind == KIND_NOOP
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.refusal)
+
+
+def memory_snapshot(root: Path, files: dict[str, bytes]) -> Snapshot:
+    """A snapshot of files held in memory, as take_snapshot would read them. ``root`` must not
+    exist: an existence check never finds anything there that ``files`` does not hold."""
+    snapshot = Snapshot(root=root)
+    for path, raw in files.items():
+        snapshot.files.add(path)
+        snapshot.contents[path] = raw
+    return snapshot
+
+
+def store_files(snapshot: Snapshot) -> dict[str, bytes]:
+    return {path: snapshot.contents[path] for path in snapshot.contents if path in snapshot.files}
+
+
+def pending_adoptions(snapshot: Snapshot) -> list[tuple[str, str]]:
+    """Unledgered ``archive/<tier>/…`` files and nested ``<tier>/**/archive/**`` files, each to
+    ``archive/legacy/<its path>`` (never a path taken from ``archived_from:``)."""
+    ledger = snapshot.ledger
+    found: list[tuple[str, str]] = []
+    for path in snapshot.archive_paths:
+        if is_legacy(path) or (ledger is not None and ledger.last_archive_line(path) is not None):
+            continue
+        found.append((path, LEGACY_PREFIX + path))
+    for path in snapshot.nested_archive_paths:
+        found.append((path, LEGACY_PREFIX + path))
+    return found
+
+
+def _budget(files: dict[str, bytes], limits: CompactLimits) -> dict[str, int]:
+    spine = Spine(files.get(SPINE, b""))
+    over_entries = sum(1 for e in spine.entries if e.byte_len > limits.spine.entry_cap)
+    over_files = 0
+    for path in files:
+        if is_tier_path(path):
+            file = KnowledgeFile(path, files[path])
+            if file.line_count > limits.file_max_lines or (
+                    file.oversize_reason is None and file.size > limits.file_max_bytes):
+                over_files += 1
+    return {"spine_lines": spine.line_count, "spine_bytes": spine.size, "entries_over_cap": over_entries,
+            "tier_files": sum(1 for p in files if is_tier_path(p)), "tier_files_over_cap": over_files}
+
+
+def _title_of(file: KnowledgeFile) -> str:
+    heading = next((line.lstrip("#").strip() for line in file.lines if line.startswith("# ")), "")
+    return heading or file.path.rsplit("/", 1)[-1][:-3].replace("-", " ")
+
+
+def _orphan_entries(files: dict[str, bytes]) -> tuple[bytes, list[str]]:
+    """The SPINE with an entry for every tier file it does not point at (Step 4: "missing
+    entries are added"); the entries added."""
+    raw = files.get(SPINE, b"")
+    pointed = Spine(raw).pointer_set
+    added: list[str] = []
+    for path in sorted(p for p in files if is_tier_path(p)):
+        if path in pointed:
+            continue
+        file = KnowledgeFile(path, files[path])
+        if file.split_from and file.split_from in pointed:
+            continue  # a split child: compaction puts it on its parent's line
+        scope = file.fm("scope") or _title_of(file)
+        entry = f"- [{_title_of(file)}]({path}) \u2014 {scope}. Read when this topic comes up."
+        raw = encode(add_entry(Spine(raw), entry, path))
+        added.append(entry)
+    return raw, added
+
+
+def _unpointed_children(files: dict[str, bytes], spine_raw: bytes) -> list[tuple[str, list[str]]]:
+    """Split children the SPINE misses whose parent it names: they join the parent's line."""
+    spine = Spine(spine_raw)
+    found: dict[str, list[str]] = {}
+    for path in sorted(p for p in files if is_tier_path(p)):
+        parent = KnowledgeFile(path, files[path]).split_from or ""
+        if path not in spine.pointer_set and find_entry(spine, parent) is not None:
+            found.setdefault(parent, []).append(path)
+    return list(found.items())
+
+
+def plan_migration(snapshot: Snapshot, policy: Policy, now: datetime, lifecycle_enabled: bool) -> MigrationPlan:
+    limits = CompactLimits.from_policy(policy)
+    plan = MigrationPlan(ts=compact_utc(now), now=format_utc(now), today=now.date().isoformat(),
+                         kind=KIND_FIRST, lifecycle_enabled=lifecycle_enabled)
+    files = store_files(snapshot)
+    plan.budget_before = _budget(files, limits)
+    unsafe = [p for p in (snapshot.spine.pointer_list if snapshot.spine else []) if not contained(p, "spine")]
+    if unsafe:
+        plan.refusal.append("SPINE.md points outside the store (D10): " + ", ".join(unsafe))
+    if snapshot.symlinks:
+        plan.refusal.append("symlinks in the store: " + ", ".join(snapshot.symlinks))
+    if SPINE not in files:
+        plan.refusal.append("SPINE.md is missing; create it (even empty) before migrating")
+    adoptions = pending_adoptions(snapshot)
+    if snapshot.layout is Layout.FILES_ONLY:
+        plan.kind = KIND_ADOPT if adoptions else KIND_NOOP
+    for source, target in adoptions:
+        if target in files:
+            plan.refusal.append(f"{source}: cannot adopt it, {target} already exists")
+    if plan.refusal or plan.is_noop:
+        plan.budget_after = plan.budget_before
+        return plan
+
+    steps: list[Step] = []
+    for source, target in adoptions:
+        steps.append(Step(f"adopt {source} -> {target}", [FileMove(source, target, sha256_hex(files[source]))]))
+        files[target] = files.pop(source)
+        plan.adoptions.append((source, target))
+        plan.moved.append((source, target))
+    if plan.kind == KIND_FIRST:
+        _plan_evidence(files, steps, plan)
+        _plan_spine(files, steps, plan, limits)
+    plan.steps = steps
+    virtual = snapshot.root / "data" / "migration" / ".in-memory"  # never created: nothing is read there
+    if plan.kind == KIND_FIRST:
+        _plan_lifecycle(virtual, files, plan, policy, now)
+    _predict(virtual, snapshot, files, plan, policy, now)
+    return plan
+
+
+def _plan_evidence(files: dict[str, bytes], steps: list[Step], plan: MigrationPlan) -> None:
+    for path in sorted(p for p in files if is_tier_path(p)):
+        twin_raw = files.get("evidence/" + path)
+        move = plan_evidence(path, files[path], twin_raw)
+        if move is None:
+            continue
+        base = Counter(split_lines(twin_raw.decode("utf-8", "surrogateescape"))) if twin_raw else Counter()
+        append = TwinAppend(move.twin, move.twin_header, move.lines, {k: base[k] for k in set(move.lines)},
+                            move.ending)
+        twin_after = append.result(twin_raw)
+        append.planned = sha256_hex(twin_after)
+        write = FileWrite(path, sha256_hex(files[path]), move.principle)
+        steps.append(Step(f"move {len(move.lines)} dated observation line{'s' if len(move.lines) > 1 else ''} "
+                          f"of {path} to {move.twin}", [append, write]))
+        if twin_raw is None:
+            plan.created.append(move.twin)
+        files[move.twin] = twin_after
+        files[path] = move.principle
+        plan.evidence.append((path, len(move.lines)))
+
+
+def _plan_spine(files: dict[str, bytes], steps: list[Step], plan: MigrationPlan, limits: CompactLimits) -> None:
+    spine_raw, plan.added_entries = _orphan_entries(files)
+    catalog_line = None if Spine(spine_raw).has_catalog_line else CATALOG_LINE
+    edited = dict(files)
+    edited[SPINE] = spine_raw
+    compact = plan_compaction(edited, limits, plan.today, catalog_line, _unpointed_children(files, spine_raw))
+    plan.compact = compact
+    # The SPINE's own edits (orphans, catalog line) are part of the compaction's SPINE write.
+    original_sha = sha256_hex(files[SPINE])
+    for step in compact.steps:
+        for op in step.ops:
+            if isinstance(op, FileWrite) and op.path == SPINE:
+                op.before = original_sha
+            if isinstance(op, FileWrite) and op.before is None:
+                plan.created.append(op.path)
+        steps.append(step)
+    if compact.spine_text != files[SPINE] and not any(
+            isinstance(op, FileWrite) and op.path == SPINE for s in compact.steps for op in s.ops):
+        steps.append(Step("write SPINE.md", [FileWrite(SPINE, original_sha, compact.spine_text)]))
+    files.clear()
+    files.update(compact.files)
+    files[SPINE] = compact.spine_text
+    plan.refusal += compact.breaches
+    plan.refusal += [f"cannot split: {u}" for u in compact.unsplittable]
+
+
+def _plan_lifecycle(root: Path, files: dict[str, bytes], plan: MigrationPlan, policy: Policy,
+                    now: datetime) -> None:
+    snapshot = memory_snapshot(root, files)
+    gc = plan_gc(snapshot, now.date(), plan.now, policy.lifecycle.staleness_threshold_days,
+                 policy.lifecycle.candidate_dirs)
+    if not plan.lifecycle_enabled:
+        plan.lifecycle_candidates = [f"{m.source} ({m.reason})" for m in gc.moves]
+        return
+    spine = snapshot.spine
+    if not gc.moves or spine is None:
+        return
+    plan.lifecycle_spine_before = sha256_hex(files[SPINE])
+    editor = SpineEditor(spine)
+    for move in gc.moves:
+        editor.remove(move.source)
+        files[move.target] = files.pop(move.source)
+        plan.moved.append((move.source, move.target))
+    plan.lifecycle = list(gc.moves)
+    plan.lifecycle_spine = encode(editor.text())
+    files[SPINE] = plan.lifecycle_spine
+
+
+def _predict(root: Path, original: Snapshot, files: dict[str, bytes], plan: MigrationPlan, policy: Policy,
+             now: datetime) -> None:
+    """Run the self-check on the store the plan would leave; refuse what would fail it."""
+    if plan.lifecycle:
+        ledger = files.get("archive/LEDGER.md", b"")
+        text = ledger.decode("utf-8", "surrogateescape") or LEDGER_HEADER
+        for move in plan.lifecycle:
+            text += archive_event(plan.now, move.source, move.sha256, move.sha256_norm, move.reason,
+                                  move.spine_entry) + "\n"
+        files["archive/LEDGER.md"] = encode(text)
+    files[CATALOG] = encode(render_catalog(memory_snapshot(root, files), now))
+    plan.predicted = files
+    plan.budget_after = _budget(files, CompactLimits.from_policy(policy))
+    after = memory_snapshot(root, files)
+    found: list[Finding] = check_store(after, policy.caps) + check_c4(original, after)
+    failing = [f for f in found if f.severity == "fail"]
+    if failing and not plan.refusal:
+        plan.refusal += [f"the migrated store would fail {f.group}: {clip(f.message, 200)}" for f in failing[:20]]
+        if len(failing) > 20:
+            plan.refusal.append(f"… and {len(failing) - 20} more findings")
+    if plan.refusal:
+        _suggest(files, plan)
+
+
+def _suggest(files: dict[str, bytes], plan: MigrationPlan) -> None:
+    """What a person could do by hand when the plan is refused."""
+    plan.suggestions += [f"archive (the lifecycle would, were .lifecycle enabled): {c}"
+                         for c in plan.lifecycle_candidates]
+    pinned = sorted(p for p in files if is_tier_path(p) and KnowledgeFile(p, files[p]).pinned)
+    plan.suggestions += [f"pinned (never archived automatically; unpin it to let the lifecycle archive it): {p}"
+                         for p in pinned]
+    spine = Spine(files.get(SPINE, b""))
+    longest = sorted(spine.entries, key=lambda e: -e.byte_len)[:5]
+    plan.suggestions += [f"a long entry to merge or reword by hand ({e.byte_len} bytes, line {e.line_index + 1}): "
+                         f"{clip(e.joined, 80)}" for e in longest]

@@ -1,0 +1,209 @@
+"""SPINE compaction, mechanically (STORE-FORMAT.md 4.2), on a SpineModel. Pure.
+
+1. Entries over the entry cap are cut, and while the SPINE is over its byte target entries are
+   shortened longest first toward the entry target: every entry longer than a level L is cut to
+   L, with L the highest level (between the target and the cap) that brings the SPINE within
+   its byte target. No entry is cut below the target.
+2. While the SPINE is over its line target: split children join their parent's line, then
+   blank lines go (headings stay), then neighbouring entries of one tier directory and one
+   section merge into one multi-pointer line, smallest pair first.
+3. What cannot be reached is reported: as debt when within the hard caps, as a breach otherwise.
+
+The catalog line and entries whose hook has nowhere to go (no existing tier file in their
+group) are never cut or merged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..store.spine import hook_of_entry
+from ..store.text import byte_len, rtrim
+from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep, rewrite
+
+# However long its pointer group, an entry keeps this much of its hook (or all of a shorter one):
+# a line of bare pointers tells a reader little about when to open the files. Only when the
+# SPINE would otherwise stay over a hard cap is the floor lowered, step by step.
+HOOK_FLOORS = (80, 60, 45, 30, 15, 0)
+
+
+def floor_of(entry: Entry, floor: int) -> int:
+    """The shortest this entry may become: its group, and a hook of at least ``floor`` bytes."""
+    head = byte_len(f"- {format_group(entry.group)} \u2014 ")
+    return head + min(byte_len(entry.hook), floor)
+
+
+@dataclass(frozen=True)
+class SpineLimits:
+    entry_cap: int = 400
+    entry_target: int = 200
+    byte_target: int = 12000
+    line_target: int = 60
+    max_bytes: int = 16000
+    max_lines: int = 80
+
+
+@dataclass
+class SpineResult:
+    level: int  # entries longer than this were cut to it
+    lines: int
+    size: int
+    floor: int  # the hook bytes every shortened entry kept at least
+    debt: list[str] = field(default_factory=list)  # over a target, within the caps
+    breaches: list[str] = field(default_factory=list)  # over a hard cap
+
+
+def _tier_of(entry: Entry) -> str | None:
+    tiers = {p.path.split("/", 1)[0] for p in entry.group}
+    return tiers.pop() if len(tiers) == 1 else None
+
+
+class SpineCompactor:
+    def __init__(self, model: SpineModel, limits: SpineLimits, detail_target: Callable[[Entry], str | None],
+                 is_split_child_of: Callable[[str], str | None]) -> None:
+        self.model = model
+        self.limits = limits
+        self.parent_of = is_split_child_of
+        self.movable: list[Entry] = []
+        for entry in model.live_entries():
+            if entry.is_catalog or entry.is_new or not entry.group:
+                continue  # new lines (children that overflow a line) are written short already
+            entry.detail_target = detail_target(entry)
+            if entry.detail_target is not None:
+                self.movable.append(entry)
+        self.level = limits.entry_cap
+        self.floor = HOOK_FLOORS[0]
+
+    # 1. bytes -----------------------------------------------------------------------------
+    def _set_level(self, level: int, natural: dict[int, int], cache: dict[tuple[int, int], str]) -> int:
+        for entry in self.movable:
+            entry.text, entry.limit = None, None
+            if natural[entry.key] <= level:
+                continue
+            limit = max(level, floor_of(entry, self.floor))
+            text = cache.get((entry.key, limit))
+            if text is None:
+                text = cache[(entry.key, limit)] = rewrite(entry, limit, self.model.pinned)
+            if byte_len(text) < natural[entry.key]:
+                entry.text, entry.limit = text, limit
+        return self.model.size
+
+    def shorten(self) -> None:
+        limits = self.limits
+        natural = {e.key: e.size for e in self.movable}
+        cache: dict[tuple[int, int], str] = {}
+        low, high = limits.entry_target, limits.entry_cap
+        if self._set_level(high, natural, cache) <= limits.byte_target:
+            level = high
+        elif self._set_level(low, natural, cache) > limits.byte_target:
+            level = low
+        else:  # the highest level that still reaches the byte target
+            while high - low > 1:
+                middle = (low + high) // 2
+                if self._set_level(middle, natural, cache) <= limits.byte_target:
+                    low = middle
+                else:
+                    high = middle
+            level = low
+        self._set_level(level, natural, cache)
+        self.level = level
+        for entry in self.movable:
+            entry.cut = entry.text is not None and rtrim(hook_of_entry(entry.text)) != entry.hook
+
+    def _refit(self, entry: Entry) -> None:
+        if entry.size > self.level and entry.detail_target is not None:
+            entry.limit = max(self.level, floor_of(entry, self.floor))
+            entry.text = rewrite(entry, entry.limit, self.model.pinned)
+            entry.cut = entry.cut or rtrim(hook_of_entry(entry.text)) != entry.hook
+
+    # 2. lines -----------------------------------------------------------------------------
+    def _over_lines(self) -> bool:
+        return self.model.line_count > self.limits.line_target
+
+    def children_join_parents(self) -> None:
+        for entry in list(self.movable):
+            if entry.removed:
+                continue
+            parents = {self.parent_of(p.path) for p in entry.group}
+            if len(parents) != 1 or None in parents:
+                continue
+            parent = parents.pop() or ""
+            host = self.model.entry_of(parent)
+            if host is None or host is entry or host.is_catalog:
+                continue
+            if not self._over_lines():
+                return
+            self.model.add_pointers(host, list(entry.group), parent)
+            entry.removed = entry.merged = True
+            self._refit(host)
+
+    def drop_blank_lines(self) -> None:
+        while self._over_lines():
+            rows = self.model.droppable_blank_rows()
+            if not rows:
+                return
+            rows[-1].dropped = True
+
+    def merge_neighbours(self) -> None:
+        """Merges serve the line target only, so they never cut a hook below the first floor."""
+        cap = self.limits.entry_cap
+        memo: dict[tuple[object, ...], str | None] = {}
+        while self._over_lines():
+            best: tuple[int, int, Entry, Entry, str] | None = None
+            live = [e for e in self.model.live_entries()]
+            for position, (first, second) in enumerate(zip(live, live[1:])):
+                if first.detail_target is None or second.detail_target is None:
+                    continue
+                if first.section != second.section or _tier_of(first) is None or _tier_of(first) != _tier_of(second):
+                    continue
+                together = first.size + second.size
+                if best is not None and together >= best[0]:
+                    continue
+                key = (first.key, first.hook, len(first.group), together, second.key, second.hook, len(second.group))
+                if key not in memo:
+                    must = must_keep(first, self.model.pinned) or must_keep(second, self.model.pinned)
+                    memo[key] = merged_text(first, second, min(cap, together), must, HOOK_FLOORS[0])
+                text = memo[key]
+                if text is not None and byte_len(text) <= cap:
+                    best = (together, position, first, second, text)
+            if best is None:
+                return
+            _, _, first, second, text = best
+            first.group = first.group + second.group
+            first.group_changed = True
+            first.text = text
+            first.hook = rtrim(hook_of_entry(text))
+            first.limit = cap
+            first.merged = second.merged = second.removed = True
+
+    def run(self, floor: int = HOOK_FLOORS[0]) -> SpineResult:
+        self.floor = floor
+        self.shorten()
+        if self._over_lines():
+            self.children_join_parents()
+        if self._over_lines():
+            self.drop_blank_lines()
+        if self._over_lines():
+            self.merge_neighbours()
+        return self.result()
+
+    def result(self) -> SpineResult:
+        limits = self.limits
+        lines, size = self.model.line_count, self.model.size
+        outcome = SpineResult(self.level, lines, size, self.floor)
+        if lines > limits.max_lines:
+            outcome.breaches.append(f"SPINE.md would have {lines} lines (cap {limits.max_lines})")
+        elif lines > limits.line_target:
+            outcome.debt.append(f"SPINE.md has {lines} lines (target {limits.line_target})")
+        if size > limits.max_bytes:
+            outcome.breaches.append(f"SPINE.md would be {size} bytes (cap {limits.max_bytes})")
+        elif size > limits.byte_target:
+            outcome.debt.append(f"SPINE.md is {size} bytes (target {limits.byte_target})")
+        for entry in self.model.live_entries():
+            if entry.size > limits.entry_cap:
+                what = "its pointer group alone is too long" if entry.detail_target else \
+                    "no tier file in its group can take its hook"
+                outcome.breaches.append(f"entry of {entry.paths[0] if entry.paths else '?'} would be "
+                                        f"{entry.size} bytes (cap {limits.entry_cap}): {what}")
+        return outcome

@@ -1,0 +1,256 @@
+"""The SPINE as a planner edits it: entries with their pointer groups and hooks, every other
+line kept as it was. Pure; ``render`` gives the bytes (untouched lines keep their bytes and
+endings, new or rewritten lines take the file's dominant ending).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..store.hooks import short_entry, short_hook
+from ..store.spine import (
+    EM_DASH,
+    LEADING_GROUP_RE,
+    Pointer,
+    Spine,
+    hook_of_entry,
+    is_continuation,
+)
+from ..store.text import byte_len, decode, dominant_ending, encode, lines_with_endings, replace_line_body, rtrim
+
+
+def format_group(group: list[Pointer]) -> str:
+    return " + ".join(f"[{p.title}]({p.path})" for p in group)
+
+
+@dataclass
+class Entry:
+    """One SPINE entry: as read (``raw_lines``), and as the plan leaves it."""
+
+    key: int
+    group: list[Pointer]
+    hook: str  # the joined hook, trailing space trimmed (a merged line's: both hooks)
+    first_line: str = ""
+    raw_lines: list[str] = field(default_factory=list)  # with endings; [] for a new entry
+    continuations: tuple[str, ...] = ()
+    section: int = 0  # how many headings stand above it
+    is_catalog: bool = False
+    text: str | None = None  # a rewritten single line
+    group_changed: bool = False
+    removed: bool = False
+    cut: bool = False  # the hook lost words: the whole hook goes to Index detail
+    merged: bool = False  # merged into a multi-pointer line: the whole hook goes to Index detail
+    limit: int | None = None  # the length it was shortened to
+    original_hook: str = ""  # the hook as read: what Index detail receives
+    detail_target: str | None = None  # where its whole hook goes when it is cut or merged
+
+    def __post_init__(self) -> None:
+        self.original_hook = self.original_hook or self.hook
+
+    @property
+    def is_new(self) -> bool:
+        return not self.raw_lines
+
+    def current(self) -> str:
+        """The joined entry as the plan leaves it."""
+        if self.text is not None:
+            return self.text
+        first = self.first_line
+        if self.group_changed:
+            first = "- " + format_group(self.group) + LEADING_GROUP_RE.sub("", self.first_line, count=1)
+        return " ".join((first, *self.continuations))
+
+    def current_hook(self) -> str:
+        return rtrim(hook_of_entry(self.current()))
+
+    @property
+    def size(self) -> int:
+        return byte_len(self.current())
+
+    @property
+    def paths(self) -> list[str]:
+        return [p.path for p in self.group]
+
+    def render(self, ending: str) -> list[str]:
+        if self.removed:
+            return []
+        if self.text is not None:
+            return [replace_line_body(self.raw_lines[-1], self.text) if self.raw_lines else self.text + ending]
+        if self.group_changed:
+            first = "- " + format_group(self.group) + LEADING_GROUP_RE.sub("", self.first_line, count=1)
+            return [replace_line_body(self.raw_lines[0], first), *self.raw_lines[1:]]
+        return list(self.raw_lines)
+
+
+@dataclass
+class Row:
+    raw: str  # the line with its ending ("" for an entry row: the entry renders itself)
+    entry: Entry | None = None
+    dropped: bool = False
+
+    @property
+    def blank(self) -> bool:
+        return self.entry is None and not self.raw.strip()
+
+
+class SpineModel:
+    """A SPINE under edit. Entries keep their order; rows hold everything else."""
+
+    def __init__(self, raw: bytes) -> None:
+        text = decode(raw)
+        self.ending = dominant_ending(text)
+        raw_lines = lines_with_endings(text)
+        spine = Spine(raw)
+        self.rows: list[Row] = []
+        self.entries: list[Entry] = []
+        by_start = {e.line_index: e for e in spine.entries}
+        section = 0
+        index = 0
+        while index < len(raw_lines):
+            line = spine.lines[index]
+            parsed = by_start.get(index)
+            if parsed is None:
+                if line.startswith("#"):
+                    section += 1
+                self.rows.append(Row(raw_lines[index]))
+                index += 1
+                continue
+            entry = Entry(
+                key=len(self.entries), group=list(parsed.leading_group), hook=parsed.hook,
+                first_line=parsed.first_line, raw_lines=raw_lines[index:index + parsed.line_count],
+                continuations=parsed.continuations, section=section, is_catalog=parsed.is_catalog_line,
+            )
+            self.entries.append(entry)
+            self.rows.append(Row("", entry))
+            index += parsed.line_count
+        self._next_key = len(self.entries)
+        self.pinned: Callable[[str], bool] = lambda path: False
+
+    # -- reading ------------------------------------------------------------------------------
+    def render(self) -> str:
+        out: list[str] = []
+        for row in self.rows:
+            if row.dropped:
+                continue
+            if row.entry is None:
+                out.append(row.raw)
+            else:
+                out += row.entry.render(self.ending)
+        return "".join(_joined_safely(out, self.ending))
+
+    def raw(self) -> bytes:
+        return encode(self.render())
+
+    @property
+    def size(self) -> int:
+        return len(self.raw())
+
+    @property
+    def line_count(self) -> int:
+        return len(Spine(self.raw()).lines)
+
+    def live_entries(self) -> list[Entry]:
+        return [e for e in self.entries if not e.removed]
+
+    def entry_of(self, path: str) -> Entry | None:
+        """The live entry whose leading group names ``path``."""
+        for entry in self.entries:
+            if not entry.removed and any(p.path == path for p in entry.group):
+                return entry
+        return None
+
+    # -- editing ------------------------------------------------------------------------------
+    def new_entry(self, group: list[Pointer], hook: str, after: Entry | None, section: int) -> Entry:
+        """A new single-line entry, right after ``after`` (or at the end of the file)."""
+        entry = Entry(key=self._next_key, group=group, hook=hook, section=section)
+        self._next_key += 1
+        entry.text = f"- {format_group(group)} {EM_DASH} {hook}" if hook else f"- {format_group(group)}"
+        at = len(self.rows)
+        if after is not None:
+            at = next(i for i, row in enumerate(self.rows) if row.entry is after) + 1
+        elif self.rows and self.rows[-1].raw and not self.rows[-1].raw.endswith("\n"):
+            self.rows[-1].raw += self.ending
+        self.rows.insert(at, Row("", entry))
+        self.entries.append(entry)
+        return entry
+
+    def insert_top(self, line: str) -> None:
+        """A line before the first heading or entry (the catalog line's place), with a blank
+        line after it."""
+        at = next((i for i, row in enumerate(self.rows)
+                   if row.entry is not None or row.raw.startswith("## ")), len(self.rows))
+        entry = Entry(key=self._next_key, group=list(Spine(encode(line + "\n")).entries[0].leading_group),
+                      hook=rtrim(hook_of_entry(line)), is_catalog=True)
+        self._next_key += 1
+        entry.text = line
+        new_rows = [Row("", entry), Row(self.ending)]
+        if at > 0 and self.rows[at - 1].raw.strip():
+            new_rows.insert(0, Row(self.ending))
+        self.rows[at:at] = new_rows
+        self.entries.insert(0, entry)
+
+    def add_pointers(self, host: Entry, pointers: list[Pointer], after_path: str) -> None:
+        """Put ``pointers`` into ``host``'s leading group, after ``after_path`` and the pointers
+        of its split family that already follow it."""
+        group = host.group
+        at = next((i for i, p in enumerate(group) if p.path == after_path), len(group) - 1) + 1
+        stem = after_path[:-3] + "-"
+        while at < len(group) and group[at].path.startswith(stem):
+            at += 1
+        group[at:at] = pointers
+        host.group_changed = True
+        if host.text is not None:  # already rewritten: write it again with the longer group
+            host.text = rewrite(host, host.limit or host.size, self.pinned)
+
+    def droppable_blank_rows(self) -> list[Row]:
+        """Blank lines whose removal joins nothing: the next line is not one a reader would
+        take as a continuation of the entry above."""
+        live = [r for r in self.rows if not r.dropped]
+        found: list[Row] = []
+        for index, row in enumerate(live):
+            if not row.blank:
+                continue
+            following = live[index + 1] if index + 1 < len(live) else None
+            if following is None or following.entry is not None or not is_continuation(
+                    following.raw.rstrip("\r\n")):
+                found.append(row)
+        return found
+
+
+def _joined_safely(lines: list[str], ending: str) -> list[str]:
+    """Every line but the last ends with a line break (an edit never glues two lines)."""
+    return [line if line.endswith("\n") or i == len(lines) - 1 else line + ending
+            for i, line in enumerate(lines)]
+
+
+def rewrite(entry: Entry, limit: int, pinned: Callable[[str], bool]) -> str:
+    """The entry as one line within ``limit`` bytes where its words allow (see hooks.py)."""
+    if not entry.hook:
+        return f"- {format_group(entry.group)}"
+    return short_entry(format_group(entry.group), entry.hook, limit, must_keep(entry, pinned))
+
+
+def must_keep(entry: Entry, pinned: Callable[[str], bool]) -> tuple[str, ...]:
+    """A pinned file's entry says "pinned" (STORE-FORMAT.md 1.3)."""
+    return ("pinned",) if any(pinned(p) for p in entry.paths) else ()
+
+
+def merged_text(first: Entry, second: Entry, limit: int, must: tuple[str, ...], floor: int) -> str | None:
+    """One multi-pointer line for two entries: both hooks in order, each shortened to its share
+    of ``limit`` when both do not fit whole; None when a hook would keep less than ``floor``
+    bytes (or less than all of a shorter one)."""
+    group = first.group + second.group
+    head = f"- {format_group(group)} {EM_DASH} "
+    hooks = [first.current_hook(), second.current_hook()]
+    whole = head + " ".join(h for h in hooks if h)
+    if byte_len(whole) <= limit:
+        return rtrim(whole)
+    room = max(0, limit - byte_len(head) - 1)
+    share = room // 2
+    one = short_hook(first.hook, share, must)
+    two = short_hook(second.hook, room - byte_len(one), must if "pinned" not in one else ())
+    for kept, hook in ((one, first.hook), (two, second.hook)):
+        if byte_len(kept) < min(byte_len(hook), floor):
+            return None
+    return rtrim(head + " ".join(h for h in (one, two) if h))
