@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ..errors import DistilldError
+from ..policy import Policy
 from ..store import fs
 from ..store.catalog import Catalog, render_catalog
 from ..store.invariants import check_c2
 from ..store.paths import CATALOG, Layout
 from ..store.snapshot import Snapshot, take_snapshot
+from ..store.local import pending_migrations
 from ..store.text import encode
+from .passes import locked_pass
 
 # C2 findings that make a catalog stale (STORE-FORMAT.md 1.8): a row for a missing file, a
 # file without a row, or a ledger event newer than the rebuilt stamp.
@@ -36,9 +40,22 @@ def print_catalog(store: Path, now: datetime) -> str:
     return render_catalog(take_snapshot(store), now)
 
 
-def write_catalog(store: Path, now: datetime) -> CatalogWrite:
-    """Rebuild CATALOG.md atomically; leave it alone when only the stamp would change."""
-    snapshot = take_snapshot(store)
+def run_catalog_write(store: Path, policy: Policy, clock: Callable[[], datetime], wait: float = 0) -> CatalogWrite:
+    """`catalog --write`: decided without the lock, written under it (re-checked there), never
+    during a pending migration. A catalog that is current costs no lock at all."""
+    looked = _needs_write(take_snapshot(store), clock())
+    if isinstance(looked, CatalogWrite):
+        return looked
+    with locked_pass(store, policy, clock, wait) as ctx:
+        pending = pending_migrations(ctx.root)
+        if pending:
+            raise DistilldError(f"{pending[0]}: a store migration is PENDING; finish or revert it first "
+                                "(it rebuilds the catalog itself)")
+        return write_catalog(ctx.root, ctx.now())
+
+
+def _needs_write(snapshot: Snapshot, now: datetime) -> CatalogWrite | str:
+    """The text to write, or the reason (as a CatalogWrite) that nothing is written."""
     target = snapshot.root / CATALOG
     if snapshot.layout is Layout.UNMIGRATED:
         raise DistilldError(
@@ -51,5 +68,15 @@ def write_catalog(store: Path, now: datetime) -> CatalogWrite:
         unchanged = Catalog(snapshot.catalog_raw).stamp_masked() == Catalog(encode(text)).stamp_masked()
         if unchanged and not stale_reasons(snapshot):
             return CatalogWrite(target, False, "catalog is current; only the rebuilt stamp would change")
-    fs.write_text_keeping_endings(target, text)
-    return CatalogWrite(target, True, "catalog rebuilt")
+    return text
+
+
+def write_catalog(store: Path, now: datetime) -> CatalogWrite:
+    """Rebuild CATALOG.md atomically; leave it alone when only the stamp would change.
+    The caller holds the store's lock (run_catalog_write, or a pass that already has it)."""
+    snapshot = take_snapshot(store)
+    looked = _needs_write(snapshot, now)
+    if isinstance(looked, CatalogWrite):
+        return looked
+    fs.write_text_keeping_endings(snapshot.root / CATALOG, looked)
+    return CatalogWrite(snapshot.root / CATALOG, True, "catalog rebuilt")

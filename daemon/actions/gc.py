@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..engine.context import PassContext
 from ..engine.gc import GcOutcome, apply_gc, recover_gc, refuse_unless_gc_allowed, resolve_manifest, revert_gc
 from ..engine.gc_plan import plan_gc
 from ..engine.journal import unfinished_manifests
@@ -78,13 +79,20 @@ def run_gc_apply(store: Path, policy: Policy, clock: Callable[[], datetime], wai
     with locked_pass(store, policy, clock, wait) as ctx:
         refuse_unless_gc_allowed(take_snapshot(ctx.root))
         report = GcReport("apply")
-        recover_restores(ctx)
-        if unfinished_manifests(ctx.root):
-            report.recovery = recover_gc(ctx)
+        _finish_interrupted(ctx, report)
         before = take_snapshot(ctx.root)
         report.plan = _plan(before, policy, ctx.now())
         report.outcome = apply_gc(ctx, report.plan, before)
         return report
+
+
+def _finish_interrupted(ctx: PassContext, report: GcReport) -> None:
+    """What a killed pass left is finished first, and said."""
+    resumed = recover_restores(ctx)
+    if resumed.restored:
+        report.notes.append(f"finished an interrupted restore of {', '.join(resumed.restored)}")
+    if unfinished_manifests(ctx.root):
+        report.recovery = recover_gc(ctx)
 
 
 def run_gc_revert(store: Path, policy: Policy, clock: Callable[[], datetime], manifest: str | None,
@@ -92,14 +100,16 @@ def run_gc_revert(store: Path, policy: Policy, clock: Callable[[], datetime], ma
     with locked_pass(store, policy, clock, wait) as ctx:
         refuse_unless_gc_allowed(take_snapshot(ctx.root))
         report = GcReport("revert")
-        recover_restores(ctx)
-        if unfinished_manifests(ctx.root):
-            report.recovery = recover_gc(ctx)
+        _finish_interrupted(ctx, report)
         chosen = resolve_manifest(ctx.root, manifest)
         if chosen.reverted:
             report.notes.append(f"{chosen.path} is already reverted; nothing to do")
             return report
         report.outcome = revert_gc(ctx, chosen)
+        if report.outcome.reverted:
+            # A revert puts files back as they were, stamps included (unlike a restore).
+            report.notes.append("reverted files keep their old activity stamps, so the next gc plans them "
+                                "again; pin them, or use `distilld restore`, to keep them active")
         return report
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from ..engine.gc import recover_gc
+from ..engine.gc import recover_gc, refuse_unless_gc_allowed
 from ..engine.journal import unfinished_manifests
 from ..engine.restore import RestoreOutcome, apply_restore, plan_restore, recover_restores
 from ..policy import Policy
@@ -19,15 +19,26 @@ from .report import self_check_lines
 
 def run_restore(store: Path, path: str, policy: Policy, clock: Callable[[], datetime],
                 wait: float = 0) -> RestoreOutcome:
+    """Finish whatever a killed pass left (reported as notes), then restore ``path``."""
     with locked_pass(store, policy, clock, wait) as ctx:
+        refuse_unless_gc_allowed(take_snapshot(ctx.root))
+        notes: list[str] = []
         resumed = recover_restores(ctx)
-        if strip_archive(path) in resumed.restored:
-            return resumed  # this very restore was interrupted; finishing it was the whole job
+        if resumed.restored:
+            notes.append(f"finished an interrupted restore of {', '.join(resumed.restored)}")
+            if strip_archive(path) in resumed.restored:
+                resumed.notes = notes + resumed.notes
+                return resumed  # this very restore was interrupted; finishing it was the whole job
         if unfinished_manifests(ctx.root):
-            recover_gc(ctx)
+            recovered = recover_gc(ctx)
+            notes += [f"finished an interrupted gc pass: archived {p}" for p in recovered.recovered]
+            notes += [f"finished an interrupted revert: restored {p}" for p in recovered.reverted]
+            notes += [f"recorded a gc move that never completed: {p}" for p in recovered.abandoned]
         members = plan_restore(take_snapshot(ctx.root), path, policy.spine.entry_max_bytes,
                                policy.spine.entry_target_bytes, policy.spine.max_lines, policy.spine.max_bytes)
-        return apply_restore(ctx, members)
+        outcome = apply_restore(ctx, members)
+        outcome.notes = notes + outcome.notes
+        return outcome
 
 
 def render_text(outcome: RestoreOutcome) -> str:

@@ -18,12 +18,12 @@ from ..store import fs
 from ..store.catalog import render_catalog
 from ..store.findings import Finding
 from ..store.ledger import LEDGER_HEADER, Ledger, archive_event, ledger_stamp, restore_event
-from ..store.local import GC_LOG, pending_migrations
-from ..store.paths import LEDGER, SPINE, Layout, archived_path, contained
+from ..store.local import GC_LOG, GC_MANIFESTS_DIR, pending_migrations
+from ..store.paths import CATALOG, LEDGER, SPINE, Layout, archived_path, contained
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.hooks import entry_within_cap
 from ..store.spine import Spine, add_entry, find_entry, remove_pointer, room_problem
-from ..store.tierfile import INDEX_DETAIL, append_index_detail
+from ..store.tierfile import append_index_detail
 from ..store.text import sha256_hex, sha256_norm_hex
 from .context import PassContext
 from .crash import crashpoint
@@ -98,17 +98,17 @@ def _sha(path: Path) -> str | None:
 
 
 def _log_blocked(ctx: PassContext, plan: GcPlan) -> None:
-    blocked = plan.by_status("blocked")
-    if not blocked:
-        return
-    lines = "".join(
-        json.dumps({"ts": plan.now, "path": s.path, "status": "blocked", "reason": s.reason}) + "\n"
-        for s in blocked
-    )
-    target = ctx.root / GC_LOG
-    target.parent.mkdir(parents=True, exist_ok=True)
-    existing = target.read_bytes() if target.exists() else b""
-    fs.atomic_write(target, existing + lines.encode("utf-8"))
+    for skip in plan.by_status("blocked"):
+        fs.append_line(ctx.root / GC_LOG, json.dumps(
+            {"ts": plan.now, "path": skip.path, "status": "blocked", "reason": skip.reason}))
+        ctx.heartbeat()
+
+
+def check_contained(move: ManifestMove, where: Path) -> None:
+    """D10 for a manifest's paths, before they are read, moved or written."""
+    if not contained(move.source, "tier") or move.target != archived_path(move.source):
+        raise RecoveryStopped(f"{where}: move {move.source} -> {move.target} fails path containment "
+                              "(a tier path and archive/ + that path); stopped, nothing more was changed")
 
 
 # -- apply -----------------------------------------------------------------------------------
@@ -118,13 +118,16 @@ def _archive_one(ctx: PassContext, manifest: Manifest, move: ManifestMove, ledge
     if not ledger_done:
         append_ledger(ctx, lambda stamp: archive_event(
             stamp, move.source, move.sha256, move.sha256_norm, move.reason, move.spine_entry))
+        ctx.heartbeat()
         crashpoint("ledger-appended")
     fs.move_exact(source, target)
+    ctx.heartbeat()
     crashpoint("file-moved")
     if _sha(target) != move.sha256:
         raise RecoveryStopped(f"{move.target}: checksum after the move differs from the ledger's; "
                               "stopped. Compare it with the ledger line before anything else.")
     _remove_spine_pointer(ctx, move.source)
+    ctx.heartbeat()
     crashpoint("spine-edited")
     move.done = True
     manifest.save()
@@ -134,7 +137,8 @@ def _archive_one(ctx: PassContext, manifest: Manifest, move: ManifestMove, ledge
 
 def _finish(ctx: PassContext, manifest: Manifest, before: Snapshot | None) -> list[Finding]:
     snapshot = take_snapshot(ctx.root)
-    fs.atomic_write(ctx.root / "CATALOG.md", render_catalog(snapshot, ctx.now()).encode("utf-8", "surrogateescape"))
+    fs.write_text_keeping_endings(ctx.root / CATALOG, render_catalog(snapshot, ctx.now()))
+    ctx.heartbeat()
     crashpoint("catalog-written")
     manifest.finished = True
     manifest.save()
@@ -150,11 +154,13 @@ def apply_gc(ctx: PassContext, plan: GcPlan, before: Snapshot) -> GcOutcome:
     moves = [ManifestMove(m.source, m.target, m.sha256, m.sha256_norm, m.spine_entry, m.reason)
              for m in plan.moves]
     manifest = new_manifest(ctx.root, ctx.now_stamp(), ctx.now(), moves)
+    for move in manifest.moves:  # all of them first: a split family moves whole or not at all
+        _check_move_still_valid(ctx, move)
     manifest.save()
+    ctx.heartbeat()
     crashpoint("manifest-written")
     outcome = GcOutcome(manifest.path)
     for move in manifest.moves:
-        _check_move_still_valid(ctx, move)
         _archive_one(ctx, manifest, move, ledger_done=False)
         outcome.moved.append(move.source)
     outcome.self_check = _finish(ctx, manifest, before)
@@ -163,8 +169,7 @@ def apply_gc(ctx: PassContext, plan: GcPlan, before: Snapshot) -> GcOutcome:
 
 
 def _check_move_still_valid(ctx: PassContext, move: ManifestMove) -> None:
-    if not contained(move.source, "tier") or move.target != archived_path(move.source):
-        raise RecoveryStopped(f"manifest move {move.source} -> {move.target} fails path containment; stopped")
+    check_contained(move, ctx.root / "data/gc-manifests")
     if (ctx.root / move.target).exists():
         raise RecoveryStopped(f"{move.target} already exists; stopped before moving {move.source}")
     if _sha(ctx.root / move.source) != move.sha256:
@@ -193,8 +198,8 @@ def recover_gc(ctx: PassContext) -> GcOutcome:
 
 
 def _recover_move(ctx: PassContext, manifest: Manifest, move: ManifestMove, outcome: GcOutcome) -> None:
-    if not contained(move.source, "tier") or move.target != archived_path(move.source):
-        raise RecoveryStopped(f"{manifest.path}: move {move.source} -> {move.target} fails path containment")
+    check_contained(move, manifest.path)
+    fs.finish_interrupted_move(ctx.root / move.source, ctx.root / move.target)
     source_sha = _sha(ctx.root / move.source)
     target_sha = _sha(ctx.root / move.target)
     ledger = take_ledger(ctx.root)
@@ -235,12 +240,14 @@ def newest_manifest(root: Path) -> Manifest:
 
 
 def resolve_manifest(root: Path, given: str | None) -> Manifest:
+    """The newest manifest, or the one named: a file name (or path) inside data/gc-manifests/."""
     if given is None:
         return newest_manifest(root)
-    candidates = [Path(given), root / "data/gc-manifests" / given, root / "data/gc-manifests" / f"{given}.json"]
-    for candidate in candidates:
-        if candidate.is_file():
-            return load_manifest(candidate)
+    directory = (root / GC_MANIFESTS_DIR).resolve()
+    for candidate in (Path(given), directory / given, directory / f"{given}.json"):
+        resolved = (candidate if candidate.is_absolute() else Path.cwd() / candidate).resolve()
+        if resolved.parent == directory and resolved.is_file():
+            return load_manifest(resolved)
     raise GcRefused(f"{given}: no such gc manifest; `ls data/gc-manifests/` lists them")
 
 
@@ -250,14 +257,18 @@ def revert_gc(ctx: PassContext, manifest: Manifest) -> GcOutcome:
         return GcOutcome(manifest.path)  # already undone: nothing to do, nothing to fail
     outcome = GcOutcome(manifest.path)
     reason = f"revert {manifest.name}"
+    for move in manifest.moves:
+        check_contained(move, manifest.path)
     if not manifest.reverting:
         _check_room_for_revert(ctx, manifest)
         manifest.reverting = True
         manifest.save()
+        ctx.heartbeat()
     for move in reversed(manifest.moves):
         if not move.done or move.abandoned or move.reverted:
             continue
         source, target = ctx.root / move.source, ctx.root / move.target
+        fs.finish_interrupted_move(target, source)
         ledger = take_ledger(ctx.root)
         last = ledger.last_event_by_path.get(move.source) if ledger else None
         # Restored meanwhile (by this revert before a crash, or by a user's restore): only the
@@ -272,13 +283,16 @@ def revert_gc(ctx: PassContext, manifest: Manifest) -> GcOutcome:
             line = partial(restore_event, tier_path=move.source, reason=reason, sha256=archived_sha,
                            modified=modified)
             append_ledger(ctx, line)
+            ctx.heartbeat()
             crashpoint("ledger-appended")
         if target.exists() and not source.exists():
             fs.move_exact(target, source)
+            ctx.heartbeat()
             crashpoint("file-moved")
         elif not source.exists():
             raise RecoveryStopped(f"cannot revert {move.source}: neither it nor {move.target} exists")
         _readd_spine_entry(ctx, move)
+        ctx.heartbeat()
         crashpoint("spine-edited")
         move.reverted = True
         manifest.save()
@@ -301,7 +315,7 @@ def _check_room_for_revert(ctx: PassContext, manifest: Manifest) -> None:
     pending = [m for m in reversed(manifest.moves) if m.done and not (m.abandoned or m.reverted) and m.spine_entry]
     spine = Spine((ctx.root / SPINE).read_bytes())
     problem = room_problem(spine, [(_entry_for(ctx, m)[0], m.source) for m in pending],
-                           ctx.caps.spine_max_lines, ctx.caps.spine_max_bytes)
+                           ctx.caps.spine_max_lines, ctx.caps.spine_max_bytes, ctx.caps.entry_max_bytes)
     if problem:
         raise GcRefused(f"cannot revert {manifest.name}: {problem}. Nothing was changed.")
 
@@ -315,6 +329,7 @@ def _readd_spine_entry(ctx: PassContext, move: ManifestMove) -> None:
     if detail:  # the saved entry is over the cap: a short entry, and the whole hook kept in the file
         source = ctx.root / move.source
         today = ctx.now().date().isoformat()
-        if INDEX_DETAIL.format(date=today) not in source.read_bytes().decode("utf-8", "surrogateescape"):
+        if detail not in source.read_bytes().decode("utf-8", "surrogateescape"):
             fs.atomic_write(source, append_index_detail(source.read_bytes(), detail, today))
-    fs.atomic_write(spine_path, add_entry(spine, entry, move.source).encode("utf-8", "surrogateescape"))
+    added = add_entry(spine, entry, move.source, ctx.caps.entry_max_bytes)
+    fs.atomic_write(spine_path, added.encode("utf-8", "surrogateescape"))

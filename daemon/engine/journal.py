@@ -79,22 +79,28 @@ class Manifest:
             payload["reverting"] = True
         if self.reverted:
             payload["reverted"] = True
-        fs.atomic_write(self.path, (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode())
+        # ASCII JSON: a stray non-UTF-8 byte in a SPINE entry is escaped and reads back exactly.
+        fs.atomic_write(self.path, (json.dumps(payload, indent=2) + "\n").encode())
 
 
 def compact_utc(moment: datetime) -> str:
     return moment.strftime("%Y%m%dT%H%M%SZ")
 
 
-def new_manifest(root: Path, ts: str, moment: datetime, moves: list[ManifestMove]) -> Manifest:
-    directory = root / GC_MANIFESTS_DIR
+def unique_journal_path(directory: Path, moment: datetime) -> Path:
+    """``<UTC-compact>.json`` in ``directory``, or ``-2``, ``-3``… when a pass in the same second
+    already took the name (``_manifest_order`` sorts them back into time order)."""
     stem = compact_utc(moment)
     path = directory / f"{stem}.json"
     counter = 2
     while path.exists():
         path = directory / f"{stem}-{counter}.json"
         counter += 1
-    return Manifest(path, ts, moves)
+    return path
+
+
+def new_manifest(root: Path, ts: str, moment: datetime, moves: list[ManifestMove]) -> Manifest:
+    return Manifest(unique_journal_path(root / GC_MANIFESTS_DIR, moment), ts, moves)
 
 
 def load_manifest(path: Path) -> Manifest:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from functools import partial
 from typing import Any
 
 from ..errors import DistilldError
@@ -19,6 +20,7 @@ from ..store.hooks import entry_within_cap
 from ..store.ledger import restore_event
 from ..store.local import RESTORE_JOURNALS_DIR
 from ..store.paths import (
+    CATALOG,
     LEGACY_PREFIX,
     SPINE,
     archived_path,
@@ -28,15 +30,19 @@ from ..store.paths import (
 )
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.spine import Spine, add_entry, find_entry, room_problem
-from ..store.text import byte_len, decode, encode, unescape_free_text
-from ..store.tierfile import INDEX_DETAIL, append_index_detail, set_frontmatter
+from ..store.text import decode, encode, sha256_hex, unescape_free_text
+from ..store.tierfile import append_index_detail, set_frontmatter
 from .context import PassContext
 from .crash import crashpoint
-from .gc import append_ledger, refuse_unless_gc_allowed, take_ledger
-from .journal import compact_utc
+from .gc import append_ledger, take_ledger
+from .journal import unique_journal_path
 
 class RestoreRefused(DistilldError):
     """The restore cannot be done; nothing was changed."""
+
+
+class RestoreStopped(DistilldError):
+    """An interrupted restore met a state it cannot explain; nothing more was changed."""
 
 
 @dataclass
@@ -60,7 +66,8 @@ class RestoreJournal:
 
     def save(self) -> None:
         payload = {"today": self.today, "members": [asdict(m) for m in self.members], "finished": self.finished}
-        fs.atomic_write(self.path, (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode())
+        # ASCII JSON: a stray non-UTF-8 byte in an entry is escaped and reads back exactly.
+        fs.atomic_write(self.path, (json.dumps(payload, indent=2) + "\n").encode())
 
     @classmethod
     def load(cls, path: Path) -> "RestoreJournal":
@@ -106,10 +113,13 @@ def _family(snapshot: Snapshot, archived: str) -> list[str]:
 
 def plan_restore(snapshot: Snapshot, given: str, entry_cap: int, entry_target: int,
                  spine_max_lines: int, spine_max_bytes: int) -> list[RestoreMember]:
-    refuse_unless_gc_allowed(snapshot)
     path = given
     if path.startswith(LEGACY_PREFIX) or (path.startswith("archive/") and is_legacy(path)):
-        return [_plan_legacy(snapshot, path, None, entry_cap, entry_target)]
+        if not contained(path, "store") or path not in snapshot.archive_paths:
+            raise RestoreRefused(f"{given}: no such legacy archive file; `distilld catalog --print` lists them")
+        members = [_plan_legacy(snapshot, path, None, entry_cap, entry_target)]
+        _check_spine_room(snapshot, members, spine_max_lines, spine_max_bytes, entry_cap)
+        return members
     tier_path = strip_archive(path)
     if not contained(tier_path, "tier"):
         raise RestoreRefused(f"{given}: not a contained tier path (like projects/x.md); nothing restored")
@@ -117,7 +127,9 @@ def plan_restore(snapshot: Snapshot, given: str, entry_cap: int, entry_target: i
     if archived not in snapshot.archive_paths:
         legacy = LEGACY_PREFIX + archived
         if legacy in snapshot.archive_paths:
-            return [_plan_legacy(snapshot, legacy, tier_path, entry_cap, entry_target)]
+            members = [_plan_legacy(snapshot, legacy, tier_path, entry_cap, entry_target)]
+            _check_spine_room(snapshot, members, spine_max_lines, spine_max_bytes, entry_cap)
+            return members
         raise RestoreRefused(f"{archived}: no such archived file; `distilld catalog --print` lists the archive")
     ledger = snapshot.ledger
     members: list[RestoreMember] = []
@@ -140,7 +152,7 @@ def plan_restore(snapshot: Snapshot, given: str, entry_cap: int, entry_target: i
         saved = unescape_free_text(line.value("spine-entry") or "")
         entry, detail = entry_within_cap(saved, x, file.pinned, entry_cap, entry_target) if saved else ("", "")
         members.append(RestoreMember(x, member, event, file.sha256, drift, entry, detail))
-    _check_spine_room(snapshot, members, spine_max_lines, spine_max_bytes)
+    _check_spine_room(snapshot, members, spine_max_lines, spine_max_bytes, entry_cap)
     return members
 
 
@@ -159,11 +171,12 @@ def _plan_legacy(snapshot: Snapshot, legacy: str, tier_path: str | None, entry_c
     return RestoreMember(target, legacy, "legacy copy", file.sha256, False, entry, detail)
 
 
-def _check_spine_room(snapshot: Snapshot, members: list[RestoreMember], max_lines: int, max_bytes: int) -> None:
+def _check_spine_room(snapshot: Snapshot, members: list[RestoreMember], max_lines: int, max_bytes: int,
+                      entry_cap: int) -> None:
     spine = snapshot.spine
     if spine is None:
         raise RestoreRefused(f"{snapshot.root}/SPINE.md is missing; nothing restored")
-    problem = room_problem(spine, [(m.spine_entry, m.path) for m in members], max_lines, max_bytes)
+    problem = room_problem(spine, [(m.spine_entry, m.path) for m in members], max_lines, max_bytes, entry_cap)
     if problem:
         raise RestoreRefused(f"{problem}. Nothing restored.")
 
@@ -185,34 +198,72 @@ def _restore_member(ctx: PassContext, journal: RestoreJournal, member: RestoreMe
             crashpoint("file-moved")
             _mark(journal, member, "copied")
     else:
+        if "moved" not in member.steps:
+            fs.finish_interrupted_move(source, x)
+            _check_explained(member, source, x)
         if "ledger" not in member.steps:
             ledger = take_ledger(root)
             last = ledger.last_event_by_path.get(member.path) if ledger else None
             if last is None or not last.is_restore:
-                append_ledger(ctx, lambda stamp: restore_event(
-                    stamp, member.path, "user request", member.sha256, member.event == "restore (modified)"))
+                line = partial(restore_event, tier_path=member.path, reason="user request",
+                               sha256=member.sha256, modified=member.event == "restore (modified)")
+                append_ledger(ctx, line)
+                ctx.heartbeat()
             crashpoint("ledger-appended")
             _mark(journal, member, "ledger")
         if "moved" not in member.steps:
             if source.exists() and not x.exists():
                 fs.move_exact(source, x)
+                ctx.heartbeat()
             crashpoint("file-moved")
             _mark(journal, member, "moved")
         if "stamped" not in member.steps:
             data = set_frontmatter(x.read_bytes(), {"last_updated": journal.today},
                                     ("recall_count",) if member.drift else ())
-            if member.index_detail and INDEX_DETAIL.format(date=journal.today) not in decode(data):
+            if member.index_detail and member.index_detail not in decode(data):
                 data = append_index_detail(data, member.index_detail, journal.today)
             fs.atomic_write(x, data)
+            ctx.heartbeat()
             crashpoint("file-stamped")
             _mark(journal, member, "stamped")
     if "spine" not in member.steps:
-        spine = Spine((root / SPINE).read_bytes())
+        spine = Spine(_read(root / SPINE))
         if member.spine_entry and find_entry(spine, member.path) is None:
-            fs.atomic_write(root / SPINE, encode(add_entry(spine, member.spine_entry, member.path)))
+            added = add_entry(spine, member.spine_entry, member.path, ctx.caps.entry_max_bytes)
+            fs.atomic_write(root / SPINE, encode(added))
+            ctx.heartbeat()
         crashpoint("spine-edited")
         _mark(journal, member, "spine")
-    ctx.heartbeat()
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise RestoreStopped(f"{path} is missing; stopped before writing it (restore it from git or a backup, "
+                             "then run the command again)") from None
+
+
+def _sha_of(path: Path) -> str | None:
+    try:
+        return sha256_hex(path.read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def _check_explained(member: RestoreMember, source: Path, x: Path) -> None:
+    """Before the move: the archived file as planned and nothing at X, or the move already made.
+    Anything else (a stub an old client re-created at X, a vanished archive) stops the run."""
+    source_sha, x_sha = _sha_of(source), _sha_of(x)
+    if source_sha == member.sha256 and x_sha is None:
+        return
+    if source_sha is None and x_sha == member.sha256:
+        return
+    raise RestoreStopped(
+        f"cannot restore {member.path}: {member.source} sha {source_sha or 'absent'}, {member.path} sha "
+        f"{x_sha or 'absent'}, journal sha {member.sha256}. Nothing more was changed; compare the files "
+        "with the ledger before running it again."
+    )
 
 
 def _mark(journal: RestoreJournal, member: RestoreMember, step: str) -> None:
@@ -222,7 +273,8 @@ def _mark(journal: RestoreJournal, member: RestoreMember, step: str) -> None:
 
 
 def _finish(ctx: PassContext, journal: RestoreJournal) -> list[Finding]:
-    fs.atomic_write(ctx.root / "CATALOG.md", encode(render_catalog(take_snapshot(ctx.root), ctx.now())))
+    fs.write_text_keeping_endings(ctx.root / CATALOG, render_catalog(take_snapshot(ctx.root), ctx.now()))
+    ctx.heartbeat()
     crashpoint("catalog-written")
     journal.finished = True
     journal.save()
@@ -232,12 +284,7 @@ def _finish(ctx: PassContext, journal: RestoreJournal) -> list[Finding]:
 
 def apply_restore(ctx: PassContext, members: list[RestoreMember]) -> RestoreOutcome:
     today = ctx.now().date().isoformat()
-    directory = ctx.root / RESTORE_JOURNALS_DIR
-    path = directory / f"{compact_utc(ctx.now())}.json"
-    counter = 2
-    while path.exists():
-        path = directory / f"{compact_utc(ctx.now())}-{counter}.json"
-        counter += 1
+    path = unique_journal_path(ctx.root / RESTORE_JOURNALS_DIR, ctx.now())
     journal = RestoreJournal(path, today, members)
     journal.save()
     crashpoint("journal-written")

@@ -16,7 +16,7 @@ from .paths import CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, archived_path, conta
 from .snapshot import Snapshot
 from .spine import hook_of_entry
 from .stamps import stamp_later
-from .text import clip, rtrim
+from .text import clip, field, rtrim
 from .tierfile import parse_inline_list
 
 
@@ -169,19 +169,11 @@ def _archived_rows(snapshot: Snapshot, catalog: Catalog) -> list[Finding]:
                 found.append(fail("C2", "ledger-sha-mismatch", path,
                                   f"ledger sha256 does not match archived file: {path}"))
         ledger_hook = rtrim(hook_of_entry(event.value("spine-entry") or ""))
-        row_hook = _row_field(row, "hook")
+        row_hook = field(row, "hook") or ""
         if ledger_hook != row_hook:
             found.append(fail("C2", "catalog-hook-differs", path,
                               f"catalog hook differs from ledger spine-entry hook: {path}"))
     return found
-
-
-def _row_field(row: str, key: str) -> str:
-    prefix = key + ": "
-    for segment in row.split(" | "):
-        if segment.startswith(prefix):
-            return rtrim(segment[len(prefix):])
-    return ""
 
 
 def _ledger_syntax(ledger: Ledger) -> list[Finding]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -22,9 +23,9 @@ class Activity:
 
 
 def staleness_threshold(file: KnowledgeFile, default_days: int) -> int:
-    value = file.fm("staleness_threshold")
-    digits = (value or "").strip(" \t")
-    return int(digits) if digits.isdigit() and int(digits) > 0 else default_days
+    value = (file.fm("staleness_threshold") or "").strip(" \t")
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+    return int(value) if re.fullmatch(r"[0-9]+", value) and int(value) > 0 else default_days
 
 
 def activity(file: KnowledgeFile, today: date, default_days: int) -> Activity | None:

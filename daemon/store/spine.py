@@ -178,22 +178,11 @@ def find_entry(spine: Spine, path: str) -> SpineEntry | None:
 
 def remove_pointer(spine: Spine, path: str) -> PointerRemoval | None:
     """Remove ``path`` from the SPINE: its whole entry, or just its pointer of a merged line."""
-    entry = find_entry(spine, path)
-    if entry is None:
+    editor = SpineEditor(spine)
+    removal = editor.remove(path)
+    if removal is None:
         return None
-    raw_lines = lines_with_endings(decode(spine.raw))
-    group = entry.leading_group
-    if len(group) == 1:
-        del raw_lines[entry.line_index:entry.line_index + entry.line_count]
-        return PointerRemoval("".join(raw_lines), entry.joined, True)
-    mine = next(p for p in group if p.path == path)
-    rest_of_line = LEADING_GROUP_RE.sub("", entry.first_line, count=1)
-    kept = [p for p in group if p is not mine]
-    raw_lines[entry.line_index] = replace_line_body(
-        raw_lines[entry.line_index], "- " + _format_group(kept) + rest_of_line
-    )
-    derived = f"- {_format_group([mine])} {EM_DASH} {entry.hook}"
-    return PointerRemoval("".join(raw_lines), derived, False)
+    return PointerRemoval(editor.text(), removal.spine_entry, removal.whole_entry)
 
 
 TIER_HEADINGS: dict[str, str] = {
@@ -212,9 +201,10 @@ def _entry_with_hook(spine: Spine, hook: str) -> SpineEntry | None:
     return None
 
 
-def add_entry(spine: Spine, entry_line: str, path: str) -> str:
-    """Re-add a saved entry: join a merged line that carries the same hook, else add the line
-    at the end of its tier's section (a new section at the end when there is none)."""
+def add_entry(spine: Spine, entry_line: str, path: str, entry_max_bytes: int | None = None) -> str:
+    """Re-add a saved entry: join a merged line that carries the same hook (when the joined entry
+    stays within ``entry_max_bytes``), else add the line at the end of its tier's section (a new
+    section at the end when there is none)."""
     saved = Spine(encode(entry_line + "\n")).entries
     text = decode(spine.raw)
     raw_lines = lines_with_endings(text)
@@ -230,10 +220,11 @@ def add_entry(spine: Spine, entry_line: str, path: str) -> str:
             at = next((i for i, p in enumerate(group) if p.path.startswith(stem)), len(group))
             group[at:at] = mine
             rest_of_line = LEADING_GROUP_RE.sub("", host.first_line, count=1)
-            raw_lines[host.line_index] = replace_line_body(
-                raw_lines[host.line_index], "- " + _format_group(group) + rest_of_line
-            )
-            return "".join(raw_lines)
+            merged = "- " + _format_group(group) + rest_of_line
+            grown = byte_len(" ".join((merged, *host.continuations)))
+            if entry_max_bytes is None or grown <= entry_max_bytes:
+                raw_lines[host.line_index] = replace_line_body(raw_lines[host.line_index], merged)
+                return "".join(raw_lines)
     if raw_lines and not raw_lines[-1].endswith("\n"):
         raw_lines[-1] += ending
     heading = TIER_HEADINGS.get(path.split("/", 1)[0])
@@ -256,19 +247,20 @@ def add_entry(spine: Spine, entry_line: str, path: str) -> str:
     return "".join(raw_lines)
 
 
-def with_entries(spine: Spine, additions: list[tuple[str, str]]) -> Spine:
+def with_entries(spine: Spine, additions: list[tuple[str, str]], entry_max_bytes: int | None = None) -> Spine:
     """The SPINE as it will be once each (entry, path) is re-added with ``add_entry``: the only
     exact way to know whether there is room (headings, line endings and all)."""
     current = spine
     for entry, path in additions:
         if entry and find_entry(current, path) is None:
-            current = Spine(encode(add_entry(current, entry, path)))
+            current = Spine(encode(add_entry(current, entry, path, entry_max_bytes)))
     return current
 
 
-def room_problem(spine: Spine, additions: list[tuple[str, str]], max_lines: int, max_bytes: int) -> str | None:
+def room_problem(spine: Spine, additions: list[tuple[str, str]], max_lines: int, max_bytes: int,
+                 entry_max_bytes: int | None = None) -> str | None:
     """Why these entries do not fit within the SPINE caps, or None when they do."""
-    after = with_entries(spine, additions)
+    after = with_entries(spine, additions, entry_max_bytes)
     if after.line_count <= max_lines and after.size <= max_bytes:
         return None
     count = sum(1 for entry, _ in additions if entry)
