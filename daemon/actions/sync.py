@@ -105,7 +105,7 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
                                     f"{done.reason}")
             if done.kind == "first-checkout" and done.new is not None:
                 outcome.checked_out = done.commit
-                outcome.mismatches = [str(m) for m in verify_pull(repo_store, None, done.new, full=True)]
+                outcome.mismatches = [str(m) for m in verify_pull(repo_store, None, done.new)]
     report.wrote = write_managed_files(repo_store.root)
     with hold():
         now = clock()

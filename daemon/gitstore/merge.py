@@ -15,7 +15,7 @@ from ..store.caps import Caps
 from ..store.merge import Sides, StoreMerge, has_conflict_markers, merge_stores
 from ..store.paths import sync_class
 from .commit import message
-from .repo import MANAGED_FILES
+from .repo import ATTRIBUTE_LINES, ATTRIBUTES, BLOCK_START, MANAGED_FILES
 
 Flat = dict[str, tuple[pygit2.Oid, int]]
 
@@ -82,7 +82,20 @@ def incoming_problems(repo: pygit2.Repository, before: Flat, after: Flat) -> lis
             blob = repo[oid]
             if isinstance(blob, pygit2.Blob) and has_conflict_markers(blob.data):
                 problems.append(f"{path}: the remote's version holds git conflict markers")
+        elif path in MANAGED_FILES:
+            blob = repo[oid]
+            if isinstance(blob, pygit2.Blob) and not _keeps_block(path, blob.data):
+                problems.append(f"{path}: the remote's version drops distilld's settings (byte-exactness, "
+                                "the allow-list); run `distilld init` on the machine that changed it")
     return problems
+
+
+def _keeps_block(path: str, data: bytes) -> bool:
+    """Does an incoming .gitattributes or .gitignore still carry distilld's block?"""
+    text = data.decode("utf-8", "replace")
+    if BLOCK_START not in text:
+        return False
+    return path != ATTRIBUTES or all(line in text for line in ATTRIBUTE_LINES)
 
 
 @dataclass

@@ -322,6 +322,8 @@ class _Run:
                     report.notes.append(captured.waiting)
                 if not take_in:
                     return True
+                # Whatever stays uncommitted (a user's staged edit, say) is not expected to match.
+                dirty = list(self.store.repo.status(untracked_files="no"))
                 now = self.clock()
                 done = integrate(self.store, now, self.identity.signature(now), self.caps, self.token)
         except GitBusy as busy:
@@ -336,7 +338,7 @@ class _Run:
         report.inbox += done.inbox
         report.resolutions += done.resolutions
         if done.new is not None:
-            mismatches = verify_pull(self.store, done.old, done.new)
+            mismatches = verify_pull(self.store, done.old, done.new, dirty)
             report.mismatches += [str(m) for m in mismatches]
             if mismatches:
                 report.state = "mismatch"

@@ -82,7 +82,11 @@ def verify_archive(store: StoreRepo) -> list[Mismatch]:
 
 
 def verify_pull(store: StoreRepo, old: pygit2.Tree | None, new: pygit2.Tree,
-                full: bool = False) -> list[Mismatch]:
-    """After a pull: the paths it wrote (or, with ``full``, every tracked file), then the archive."""
-    paths = sorted(flatten(new)) if full else changed_between(old, new)
+                exempt: Iterable[str] = ()) -> list[Mismatch]:
+    """After a pull: every tracked file against the commit's blob, then the archive against the
+    ledger. ``exempt``: paths that held uncommitted edits before the pull (a user's staged
+    change, say) and that the pull did not write; they are not expected to match."""
+    written = set(changed_between(old, new))
+    skip = set(exempt) - written
+    paths = sorted(p for p in set(flatten(new)) | written if p not in skip)
     return verify_paths(store, new, paths) + verify_archive(store)

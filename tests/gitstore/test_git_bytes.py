@@ -10,7 +10,7 @@ import pygit2
 import pytest
 from builders import EM
 from distilld.gitstore.repo import open_store
-from distilld.gitstore.verify import verify_archive
+from distilld.gitstore.verify import verify_archive, verify_pull
 from distilld.store.ledger import Ledger
 from distilld.store.text import sha256_hex
 from gitmachines import GitCli, Machine, Origin, assert_converged, lifecycle_store, shared_files
@@ -122,3 +122,18 @@ def test_a_mismatch_after_a_pull_is_reported_loudly(tmp_path: Path, origin: Orig
     report = b.sync()
     assert report.state == "mismatch" and not report.ok
     assert any(m.startswith("craft/testing.md:") for m in report.mismatches), report.mismatches
+
+
+def test_every_tracked_file_is_verified_not_only_the_pulled_ones(tmp_path: Path, origin: Origin) -> None:
+    a = Machine("a", tmp_path / "a", origin)
+    lifecycle_store(a.root)
+    a.init()
+    store = open_store(a.root)
+    head = a.repo().head.peel(pygit2.Commit)
+    a.write("ops/deploy.md", a.read("ops/deploy.md").replace(b"\n", b"\r\n"))  # not written by any pull
+    found = verify_pull(store, head.tree, head.tree)
+    assert [m.path for m in found] == ["ops/deploy.md"]
+    assert verify_pull(store, head.tree, head.tree, exempt=["ops/deploy.md"]) == []
+    (a.root / "archive/projects/marlin.md").write_bytes(b"rewritten\n")
+    assert [m.path for m in verify_pull(store, head.tree, head.tree, exempt=["ops/deploy.md"])] == [
+        "archive/projects/marlin.md", "archive/projects/marlin.md"]  # the blob and the ledger checksum

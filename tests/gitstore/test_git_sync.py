@@ -323,3 +323,15 @@ def test_incoming_changes_never_overwrite_an_uncommitted_edit(machines: tuple[Ma
     files = assert_converged(origin, a, b)
     kept = [p for p in files if "sync-conflict-craft-testing" in p]
     assert len(kept) == 1 and files[kept[0]].endswith(mine)
+
+
+def test_a_remote_that_drops_the_byte_exact_attributes_is_blocked(machines: tuple[Machine, Machine],
+                                                                  origin: Origin, git: GitCli) -> None:
+    a, b = machines
+    b.write(".gitattributes", "* text=auto\n")
+    git(b.root, "commit", "-q", "-am", "normalise line endings")
+    git(b.root, "push", "-q", "origin", "main")
+    before = a.head()
+    report = a.sync()
+    assert report.state == "blocked" and ".gitattributes" in (report.reason or "")
+    assert a.head() == before and b"-text" in a.read(".gitattributes")
