@@ -42,11 +42,13 @@ def is_store_path(path: str) -> bool:
 
 
 class TreeFiles:
-    """A FileSet over one tree's store files; blobs are read on demand."""
+    """A FileSet over one tree's store files; blobs are read on demand, once per merge (the
+    three trees share most of them, hence the shared cache)."""
 
-    def __init__(self, repo: pygit2.Repository, flat: Flat) -> None:
+    def __init__(self, repo: pygit2.Repository, flat: Flat, cache: dict[pygit2.Oid, bytes] | None = None) -> None:
         self.repo = repo
         self.entries = {p: e for p, e in flat.items() if is_store_path(p)}
+        self.cache = cache if cache is not None else {}
 
     def paths(self) -> Iterable[str]:
         return self.entries.keys()
@@ -55,8 +57,13 @@ class TreeFiles:
         entry = self.entries.get(path)
         if entry is None:
             return None
-        blob = self.repo[entry[0]]
-        return blob.data if isinstance(blob, pygit2.Blob) else None
+        data = self.cache.get(entry[0])
+        if data is None:
+            blob = self.repo[entry[0]]
+            if not isinstance(blob, pygit2.Blob):
+                return None
+            data = self.cache[entry[0]] = blob.data
+        return data
 
     def ident(self, path: str) -> Hashable | None:
         entry = self.entries.get(path)
@@ -132,8 +139,9 @@ def merge_commits(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.C
     if result.problems:
         return result
     extra = {"token": token} if token else {}
-    store = merge_stores(TreeFiles(repo, flats["base"]), TreeFiles(repo, flats["ours"]),
-                         TreeFiles(repo, flats["theirs"]), now, sides, caps, **extra)
+    cache: dict[pygit2.Oid, bytes] = {}
+    store = merge_stores(TreeFiles(repo, flats["base"], cache), TreeFiles(repo, flats["ours"], cache),
+                         TreeFiles(repo, flats["theirs"], cache), now, sides, caps, **extra)
     result.store = store
     if not store.ok:
         return result

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +33,7 @@ from ..store.local import lifecycle_enabled
 from ..store.paths import CATALOG
 from .links import CommitResult, CompactLink, GitLink, OperationLink
 from .scheduler import Schedule, Worker
-from .watcher import StoreWatcher
+from .watcher import StoreWatcher, scan_shared
 
 log = get_logger("distilld.jobs")
 
@@ -87,11 +88,12 @@ class JobEnv:
 
     def note_waiting(self, state: LockState, job: str) -> None:
         owner = state.owner or "?"
-        self.status.update(state="waiting", waiting={
-            "for": "lock", "owner": owner, "age_seconds": state.age, "job": job, "since": utc_stamp()})
         if self._waiting_for != owner:  # one line per wait, not one per poll
             self._waiting_for = owner
-            self.activity.write(f"waiting: lock held by {owner} for {state.age} s ({job} runs once it is released)")
+            age = f" for {state.age} s" if state.age is not None else ""
+            self.activity.write(f"waiting: lock held by {owner}{age} ({job} runs once it is released)")
+        self.status.update(state="waiting", waiting={
+            "for": "lock", "owner": owner, "age_seconds": state.age, "job": job, "since": utc_stamp()})
 
     def clear_waiting(self) -> None:
         if self.status.get("waiting") is not None:
@@ -101,34 +103,54 @@ class JobEnv:
     def lock_state(self) -> LockState:
         return lock_status(self.store, self.policy.lock.stale_seconds)
 
-    def wait_for_lock(self, job: str) -> StoreLock | None:
-        """Block until no distiller holds a fresh lock. A stale lock is taken over here, as the
-        protocol allows, so that the takeover is logged; the caller releases what it returns."""
+    def take_lock(self, job: str) -> StoreLock:
+        """Take the store's lock for a pass, waiting (and saying for whom) while a distiller holds
+        a fresh one. A stale lock is taken over as the protocol allows, and the takeover logged."""
         while True:
             self.check_stop()
-            state = self.lock_state()
-            if state.kind is LockStateKind.FREE or state.owner == self.owner:
-                self.clear_waiting()
-                return None
-            if state.kind is LockStateKind.STALE:
-                lock = StoreLock.from_policy(self.store, self.owner, self.policy.lock)
-                try:
-                    result = lock.acquire(0)
-                except LockHeld:
-                    continue  # someone else took it first: look again
-                self.clear_waiting()
-                if result.kind is AcquireKind.TOOK_OVER:
-                    self.activity.write(
-                        f"took over a stale lock from {result.previous_owner} ({result.previous_age} s "
-                        f"without a heartbeat; stale after {self.policy.lock.stale_seconds} s) for {job}")
-                return lock
-            self.note_waiting(state, job)
-            # Woken by the watcher when .lock changes; the timeout is the fallback look.
-            deadline = time.monotonic() + min(self.policy.lock.poll_seconds * 5, 10.0)
-            while time.monotonic() < deadline and not self.stop.is_set():
-                if self.lock_changed.wait(0.5):
-                    break
-            self.lock_changed.clear()
+            lock = StoreLock.from_policy(self.store, self.owner, self.policy.lock)
+            try:
+                result = lock.acquire(0)
+            except LockHeld as held:
+                self.note_waiting(LockState(LockStateKind.HELD, held.owner or "(contended)", held.age), job)
+                # Woken by the watcher when .lock changes; the timeout is the fallback look.
+                deadline = time.monotonic() + min(self.policy.lock.poll_seconds * 5, 10.0)
+                while time.monotonic() < deadline and not self.stop.is_set():
+                    if self.lock_changed.wait(0.5):
+                        break
+                self.lock_changed.clear()
+                continue
+            self.clear_waiting()
+            if result.kind is AcquireKind.TOOK_OVER:
+                self.activity.write(
+                    f"took over a stale lock from {result.previous_owner} ({result.previous_age} s "
+                    f"without a heartbeat; stale after {self.policy.lock.stale_seconds} s) for {job}")
+            return lock
+
+    @contextmanager
+    def exclusive(self, job: str) -> Iterator[None]:
+        """Hold the store's lock around a pass that writes; what changed while it was held is
+        distilld's own doing, and the watcher is told so (it must not start a pass again)."""
+        lock = self.take_lock(job)
+        try:
+            before = scan_shared(self.store) if self.watcher is not None else {}
+            started = time.time()
+            foreign = False
+            try:
+                yield
+            except LockHeld:
+                foreign = True
+                raise
+            finally:
+                ended = time.time()
+                # The pass hands the lock back itself at its end (same owner); if a distiller got
+                # it during the pass, what changed may be theirs: then claim nothing.
+                state = self.lock_state()
+                foreign = foreign or (state.kind is LockStateKind.HELD and state.owner != self.owner)
+                if self.watcher is not None and not foreign:
+                    self.watcher.record_own(before, scan_shared(self.store), started, ended)
+        finally:
+            _release(lock)
 
 
 def _release(lock: StoreLock | None) -> None:
@@ -230,7 +252,7 @@ def follow(env: JobEnv, trigger: str) -> PassResult:
     if state.kind is LockStateKind.HELD and state.owner != env.owner:
         if not env.block_on_lock:
             return _wait_later(env, state)
-        held = env.wait_for_lock("follow")
+        held = env.take_lock("follow")
     env.wants_release = False
     env.clear_waiting()
     try:
@@ -302,14 +324,10 @@ def lifecycle(env: JobEnv, trigger: str) -> PassResult:
     env._lifecycle_state = enabled
     if not enabled:
         return PassResult(True, "disabled for this store (.lifecycle); moved nothing")
-    held = env.wait_for_lock("lifecycle")
-    try:
-        with _own_writes(env), env.git.operation("lifecycle") as operation:
-            report = run_gc_apply(env.store, env.policy, env.clock, wait=0, scheduled=True)
-            moved = _report_gc(env, report)
-            operation.describe(f"distilld: lifecycle archived {_plural(len(moved), 'file')}", moved)
-    finally:
-        _release(held)
+    with env.exclusive("lifecycle"), env.git.operation("lifecycle") as operation:
+        report = run_gc_apply(env.store, env.policy, env.clock, wait=0, scheduled=True)
+        moved = _report_gc(env, report)
+        operation.describe(f"distilld: lifecycle archived {_plural(len(moved), 'file')}", moved)
     _report_operation(env, "the lifecycle pass", operation)
     if not report.ok:
         return PassResult(False, "self-check failed after the lifecycle pass (see `distilld gc`)")
@@ -351,13 +369,9 @@ def _report_gc(env: JobEnv, report: GcReport) -> list[str]:
 def compaction(env: JobEnv, trigger: str) -> PassResult:
     if not env.compactor.available:
         return PassResult(True, "compaction is not part of this build")
-    held = env.wait_for_lock("compaction")
-    try:
-        with _own_writes(env), env.git.operation("compaction") as operation:
-            result = env.compactor.run(env.store, env.policy, env.clock)
-            operation.describe(f"distilld: compaction ({result.summary})", result.lines)
-    finally:
-        _release(held)
+    with env.exclusive("compaction"), env.git.operation("compaction") as operation:
+        result = env.compactor.run(env.store, env.policy, env.clock)
+        operation.describe(f"distilld: compaction ({result.summary})", result.lines)
     for line in result.lines:
         env.activity.write(line)
     _report_operation(env, "the compaction", operation)
@@ -367,12 +381,8 @@ def compaction(env: JobEnv, trigger: str) -> PassResult:
 def sync(env: JobEnv, trigger: str) -> PassResult:
     if not env.git.available:
         return PassResult(True, env.git.missing)
-    held = env.wait_for_lock("sync")  # never pull into a store a distiller is writing
-    try:
-        with _own_writes(env):
-            result = env.git.sync()
-    finally:
-        _release(held)
+    with env.exclusive("sync"):  # never pull into a store a distiller is writing
+        result = env.git.sync()
     git = dict(env.status.get("git") or {})
     git.update(env.git.state())
     git.update(ahead=result.ahead, behind=result.behind, backoff_until=result.backoff_until,
@@ -393,18 +403,6 @@ def sync(env: JobEnv, trigger: str) -> PassResult:
         if result.pushed:
             env.activity.write(f"pushed to {remote}")
     return PassResult(result.ok, result.summary)
-
-
-class _NoWrites:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _own_writes(env: JobEnv) -> Any:
-    return env.watcher.own_writes() if env.watcher is not None else _NoWrites()
 
 
 JOB_FUNCTIONS: dict[str, Callable[[JobEnv, str], PassResult]] = {

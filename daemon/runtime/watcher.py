@@ -22,8 +22,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +40,7 @@ ROOT_FILES = frozenset({SPINE, CATALOG})
 LOCK_NAME = ".lock"
 TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".temp", ".part", ".crdownload", ".bak", ".orig")
 NOISE_EVENTS = frozenset({"opened", "closed_no_write"})
+OWN_WRITE_MARGIN = 0.02  # seconds: file mtimes lag the wall clock by up to a kernel tick
 
 Kind = Literal["content", "lock"]
 Signature = tuple[int, int, int] | None  # (inode, size, mtime_ns); None: the path does not exist
@@ -382,18 +382,19 @@ class StoreWatcher:
             for rel in paths:
                 self._own[rel] = signature(self.root / rel)
 
-    @contextmanager
-    def own_writes(self) -> Iterator[None]:
-        """Around a pass that writes under the store lock: whatever changed during it is ours."""
-        before = scan_shared(self.root) if self.root.is_dir() else {}
-        try:
-            yield
-        finally:
-            after = scan_shared(self.root) if self.root.is_dir() else {}
-            changed = [rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel)]
-            with self._own_lock:
-                for rel in changed:
-                    self._own[rel] = after.get(rel)
+    def record_own(self, before: dict[str, Signature], after: dict[str, Signature], started: float,
+                   ended: float) -> None:
+        """What changed between two scans taken while distilld held the store's lock is its own
+        work. A file written after that (its mtime says so) is someone else's, whoever the lock
+        now belongs to: the margin covers the file system's coarse clock."""
+        latest = (ended - OWN_WRITE_MARGIN) * 1e9
+        changed = [rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel)]
+        with self._own_lock:
+            for rel in changed:
+                sig = after.get(rel)
+                if sig is not None and sig[2] > latest:
+                    continue
+                self._own[rel] = sig
 
     def drop_own(self, paths: set[str]) -> set[str]:
         """The paths of a batch that were not (or no longer look) as distilld left them."""

@@ -390,22 +390,25 @@ class _Merger:
             merged = snapshot_from_files(root, self.view.materialise())
             if self.ours.get(CATALOG) is not None or self.theirs.get(CATALOG) is not None:
                 existing = self.theirs.get(CATALOG) or self.ours.get(CATALOG) or b""
-                text = render_catalog(merged, self.now)
-                self.set(CATALOG, with_line_ending(encode(text), line_ending_of(existing)))
+                catalog = with_line_ending(encode(render_catalog(merged, self.now)), line_ending_of(existing))
+                self.set(CATALOG, catalog)
                 if self.ours.get(CATALOG) != self.theirs.get(CATALOG):
                     self.result.resolutions.append(f"{CATALOG}: rebuilt from the merged tree and ledger")
-                merged = snapshot_from_files(root, self.view.materialise())
+                # The same snapshot, with the new catalog: nothing parsed from it depends on the catalog.
+                merged.files.add(CATALOG)
+                merged.contents[CATALOG] = catalog
             failing = [f for f in check_store(merged, caps) if f.severity == "fail"]
-            if not failing:
-                return
-            before: set[tuple[str, str, str]] = set()
-            for side in (self.ours, self.theirs):
+            # A failure either side already had is inherited, not the merge's doing; each side is
+            # checked only while some failure is still unexplained.
+            for side in (self.theirs, self.ours):
+                if not failing:
+                    break
                 files = {p: raw for p in side.paths() if (raw := side.get(p)) is not None}
-                before |= {(f.group, f.code, f.message) for f in check_store(snapshot_from_files(root, files), caps)
-                           if f.severity == "fail"}
-        for finding in failing:
-            key = (finding.group, finding.code, finding.message)
-            (self.result.inherited if key in before else self.result.blocked_by).append(finding)
+                before = {(f.group, f.code, f.message) for f in check_store(snapshot_from_files(root, files), caps)
+                          if f.severity == "fail"}
+                self.result.inherited += [f for f in failing if (f.group, f.code, f.message) in before]
+                failing = [f for f in failing if (f.group, f.code, f.message) not in before]
+        self.result.blocked_by += failing
 
     def markers(self) -> None:
         for path, raw in sorted(self.result.changes.items()):

@@ -82,9 +82,15 @@ class Daemon:
     def start(self) -> None:
         self.process = subprocess.Popen([sys.executable, "-m", "distilld", "run", "--store", str(self.store)],
                                         env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_for(lambda: self.status().get("state") == "idle" and "follow" in self.status().get("passes", {})
-                 and self.status().get("pid") == self.process.pid if self.process else False,
-                 30, "the daemon to finish its first pass")
+        wait_for(self.settled, 30, "the daemon to finish its first passes")
+
+    def settled(self) -> bool:
+        """Idle, nothing pending, and this process's status (not a previous one's)."""
+        status = self.status()
+        worker = status.get("worker") or {}
+        return (self.process is not None and status.get("pid") == self.process.pid
+                and status.get("state") == "idle" and not worker.get("running") and not worker.get("pending")
+                and {"follow", "sync", "compaction", "lifecycle"} <= set(status.get("passes", {})))
 
     def remote_log(self) -> list[str]:
         return git("log", "--format=%s", "main", cwd=self.origin).splitlines()
@@ -151,7 +157,7 @@ def test_a_distillers_changes_are_committed_and_pushed_after_it_releases_the_loc
     spine_with(store, f"- [Heron](projects/heron.md) {EM} Heron ingest. Read when working in heron.")
     # Quiet, but the lock is held: the daemon waits and says for whom.
     wait_for(lambda: (daemon.status().get("waiting") or {}).get("owner") == "alpha", 15, "status to name alpha")
-    assert "waiting: lock held by alpha" in daemon.activity()
+    wait_for(lambda: "waiting: lock held by alpha" in daemon.activity(), 5, "the activity log to name alpha")
     time.sleep(QUIET * 3)
     assert len(daemon.head_log()) == commits_before  # nothing committed mid-distillation
     released = time.monotonic()

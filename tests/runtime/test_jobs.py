@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from builders import EM, healthy_store
-from distilld.engine.lock import StoreLock
+from distilld.engine.lock import StoreLock, default_owner
 from distilld.log import ActivityLog, StatusFile
 from distilld.policy import load_policy
 from distilld.runtime import jobs
@@ -27,7 +27,7 @@ def env(tmp_path: Path) -> JobEnv:
     store = healthy_store(tmp_path / "store").root
     settings = load_settings(overrides={"store": str(store)})
     policy = load_policy()
-    return JobEnv(settings=settings, policy=policy, store=store, owner="distilld.test.1",
+    return JobEnv(settings=settings, policy=policy, store=store, owner=default_owner(),
                   status=StatusFile(tmp_path / "status.json", {}), activity=ActivityLog(tmp_path / "activity.log"),
                   stop=threading.Event(), lock_changed=threading.Event(),
                   git=GitLink(store, settings, policy, lambda: LATER), compactor=CompactLink(),
@@ -60,7 +60,7 @@ def test_a_blocking_wait_ends_on_stop(env: JobEnv) -> None:
     threading.Timer(0.3, env.stop.set).start()
     started = time.monotonic()
     with pytest.raises(Stopping):
-        env.wait_for_lock("compaction")
+        env.take_lock("compaction")
     assert time.monotonic() - started < 15
     assert "waiting: lock held by alpha" in activity(env)
     distiller.release()
@@ -68,10 +68,9 @@ def test_a_blocking_wait_ends_on_stop(env: JobEnv) -> None:
 
 def test_a_stale_lock_is_taken_over_and_the_takeover_logged(env: JobEnv) -> None:
     (env.store / ".lock").write_text("ghost 1000 1970-01-01T00:16:40Z\n")
-    held = env.wait_for_lock("lifecycle")
-    assert held is not None
+    held = env.take_lock("lifecycle")
     assert "took over a stale lock from ghost" in activity(env)
-    assert (env.store / ".lock").read_text().startswith("distilld.test.1 ")
+    assert (env.store / ".lock").read_text().startswith(default_owner() + " ")
     held.release()
 
 

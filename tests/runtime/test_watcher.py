@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from distilld.runtime import watcher as watcher_module
-from distilld.runtime.watcher import Debouncer, StoreWatcher, classify
+from distilld.runtime.watcher import Debouncer, StoreWatcher, classify, scan_shared
 
 QUIET = 0.3
 
@@ -186,15 +186,28 @@ def test_lock_events_are_reported_separately(watched: tuple[StoreWatcher, Record
 def test_own_writes_are_dropped_but_later_changes_are_not(watched: tuple[StoreWatcher, Recorder],
                                                           store: Path) -> None:
     watcher, _ = watched
-    with watcher.own_writes():
-        (store / "CATALOG.md").write_text("# Knowledge catalog\n")
-        (store / "archive" / "projects").mkdir()
-        (store / "archive" / "projects" / "old.md").write_text("old\n")
+    before, started = scan_shared(store), time.time()
+    (store / "CATALOG.md").write_text("# Knowledge catalog\n")
+    (store / "archive" / "projects").mkdir()
+    (store / "archive" / "projects" / "old.md").write_text("old\n")
+    time.sleep(0.05)
+    watcher.record_own(before, scan_shared(store), started, time.time())
     assert watcher.drop_own({"CATALOG.md", "archive/projects", "archive/projects/old.md"}) == set()
     (store / "CATALOG.md").write_text("# Knowledge catalog\n\nedited by someone else\n")
     assert watcher.drop_own({"CATALOG.md"}) == {"CATALOG.md"}
     watcher.mark_own(["SPINE.md"])
     assert watcher.drop_own({"SPINE.md", "projects/a.md"}) == {"projects/a.md"}
+
+
+def test_a_write_after_the_pass_is_not_taken_for_ours(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
+    watcher, _ = watched
+    before, started = scan_shared(store), time.time()
+    time.sleep(0.05)
+    ended = time.time()
+    time.sleep(0.05)
+    (store / "projects" / "late.md").write_text("a distiller, right after our release\n")
+    watcher.record_own(before, scan_shared(store), started, ended)
+    assert watcher.drop_own({"projects/late.md"}) == {"projects/late.md"}
 
 
 def test_overflow_restarts_the_observer_and_rescans(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
