@@ -21,7 +21,7 @@ OLD_HEADER = ("<!-- Managed by aura-distill. Max 80 lines. Entry: - [Title](path
 def oracle(store: Path, before: Path | None = None) -> tuple[int, str]:
     """(exit code, output) of the reference checker; C4 too with ``before``."""
     argv = ["bash", str(ORACLE), str(store)] + (["--before", str(before)] if before else [])
-    done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=120)
+    done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=120, check=False)
     assert done.returncode in (0, 1), done.stderr
     return done.returncode, done.stdout
 
@@ -134,10 +134,10 @@ def unmigrated_store(root: Path) -> StoreBuilder:
         f"- [Ines](profile/ines.md) {EM} platform engineer; command first, then the why. Read at session start.",
         "",
         "## Craft",
-        f"- [Testing](craft/testing.md) {EM} failing test first [NON-NEGOTIABLE]; generic personas "
+        (f"- [Testing](craft/testing.md) {EM} failing test first [NON-NEGOTIABLE]; generic personas "
         "[DIRECTIVE 2026-07-20]; real files in temp folders; property tests for parsers; no sleeps, poll "
         "instead; the `pytest -m 'not slow'` loop for quick runs and the full suite before every commit; "
-        "flaky means a hypothesis to test, never noise to retry. Read before writing or reviewing any test.",
+        "flaky means a hypothesis to test, never noise to retry. Read before writing or reviewing any test."),
         "",
         "## Ops",
         f"- [Deploy](ops/deploy.md) {EM} canary, then staging, then prod with a 30 minute soak. Read before shipping.",
@@ -146,8 +146,8 @@ def unmigrated_store(root: Path) -> StoreBuilder:
         f"- [Quill](projects/quill.md) {EM} {QUILL_HOOK}",
         f"- [Saffron](projects/saffron.md) {EM} {SAFFRON_HOOK}",
         f"  {SAFFRON_WRAP}",
-        f"- [Tundra](projects/tundra.md) + [Vireo](projects/vireo.md) {EM} Tundra cold storage and Vireo "
-        "flags. Read when working in the tundra or vireo repos.",
+        (f"- [Tundra](projects/tundra.md) + [Vireo](projects/vireo.md) {EM} Tundra cold storage and Vireo "
+        "flags. Read when working in the tundra or vireo repos."),
         "",
         "## Feedback",
         f"- [Preferences](feedback/preferences.md) {EM} output rules. Read when shaping output.",
@@ -155,11 +155,7 @@ def unmigrated_store(root: Path) -> StoreBuilder:
     return b
 
 
-PROJECT_NAMES = ("alder birch cedar dogwood elm fir ginkgo hazel ivy juniper kapok larch maple nutmeg oak "
-                 "pine quince rowan sumac teak ulmo vine willow yew zelkova acacia balsa cherry damson ebony "
-                 "fig guava holly iroko jacaranda karri laurel myrtle neem olive pecan quandong redwood "
-                 "sassafras tamarind umbrella viburnum walnut xylosma yucca zapote almond beech catalpa "
-                 "deodar eucalyptus").split()
+PROJECT_NAMES = ["alder", "birch", "cedar", "dogwood", "elm", "fir", "ginkgo", "hazel", "ivy", "juniper", "kapok", "larch", "maple", "nutmeg", "oak", "pine", "quince", "rowan", "sumac", "teak", "ulmo", "vine", "willow", "yew", "zelkova", "acacia", "balsa", "cherry", "damson", "ebony", "fig", "guava", "holly", "iroko", "jacaranda", "karri", "laurel", "myrtle", "neem", "olive", "pecan", "quandong", "redwood", "sassafras", "tamarind", "umbrella", "viburnum", "walnut", "xylosma", "yucca", "zapote", "almond", "beech", "catalpa", "deodar", "eucalyptus"]
 
 
 def project_hook(n: int, name: str) -> str:

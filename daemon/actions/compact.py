@@ -149,8 +149,8 @@ def render_plan(plan: CompactPlan, heading: str) -> list[str]:
 
 
 def _render_outcome(title: str, outcome: CompactOutcome) -> list[str]:
-    out = [f"{title}: journal {outcome.journal or '(none)'}; {len(outcome.steps_done)} steps, "
-           f"{len(outcome.written)} files written"]
+    out = [(f"{title}: journal {outcome.journal or '(none)'}; {len(outcome.steps_done)} steps, "
+            f"{len(outcome.written)} files written")]
     if outcome.self_check:
         out.append("self-check FAILED:")
         out += [f"    - [{f.group}] {f.message}" for f in outcome.self_check]

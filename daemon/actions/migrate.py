@@ -8,10 +8,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..engine.compact import recover_compaction, unfinished_journals
 from ..engine.gc import recover_gc
 from ..engine.journal import unfinished_manifests
 from ..engine.migrate import (
     MigrateOutcome,
+    MigrationRefused,
     apply_migration,
     finish_migration,
     preview_migration,
@@ -19,6 +21,7 @@ from ..engine.migrate import (
 )
 from ..engine.restore import recover_restores
 from ..policy import Policy
+from ..store.local import pending_migrations
 from .passes import locked_pass
 
 MODES = ("preview", "apply", "finish", "revert")
@@ -33,9 +36,15 @@ def run_migrate(store: Path, policy: Policy, clock: Callable[[], datetime], mode
         if mode == "preview":
             return preview_migration(ctx.root, policy, ctx.now())
         if mode == "apply":
+            pending = pending_migrations(ctx.root)
+            if pending:  # refused before anything, recovery included, is done
+                raise MigrationRefused(f"{pending[0]}: another migration is PENDING; run `distilld migrate "
+                                       "--finish` or `--revert` first")
             recover_restores(ctx)
             if unfinished_manifests(ctx.root):
                 recover_gc(ctx)
+            if unfinished_journals(ctx.root):
+                recover_compaction(ctx)
             return apply_migration(ctx, policy)
         if mode == "finish":
             return finish_migration(ctx)

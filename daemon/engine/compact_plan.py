@@ -30,12 +30,12 @@ ROUNDS = 8
 
 @dataclass(frozen=True)
 class CompactLimits:
-    spine: SpineLimits = SpineLimits()
+    spine: SpineLimits = field(default_factory=SpineLimits)
     file_max_lines: int = 60
     file_max_bytes: int = 6000
 
     @classmethod
-    def from_policy(cls, policy: Policy) -> "CompactLimits":
+    def from_policy(cls, policy: Policy) -> CompactLimits:
         s = policy.spine
         return cls(SpineLimits(s.entry_max_bytes, s.entry_target_bytes, s.compact_at_bytes, s.compact_at_lines,
                                s.max_bytes, s.max_lines),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from ..errors import DistilldError
@@ -45,6 +46,7 @@ from .migrate_journal import (
     render_plan_md,
 )
 from .migrate_plan import MigrationPlan, plan_migration
+from .plan import Move
 from .writes import Pacer, PlanStopped, planned_checksums, run_step
 
 KNOWLEDGE_TOPS: tuple[str, ...] = (*TIERS, "evidence", "archive")
@@ -152,7 +154,7 @@ def _backup(root: Path, directory: MigrationDir) -> None:
     for path in files:
         target = directory.backup / path
         if target.exists():
-            target.unlink()  # a backup interrupted before PENDING: start it again
+            fs.remove(target)  # a backup interrupted before PENDING: start it again
         fs.copy_exact(root / path, target, durable=False)
     fs.sync_barrier()  # the whole copy on disk before PENDING says the store may change
     copied = knowledge_files(directory.backup)
@@ -215,8 +217,7 @@ def _archive(ctx: PassContext, directory: MigrationDir, item: Item) -> int:
     ledger = take_ledger(ctx.root)
     last = ledger.last_event_by_path.get(move.source) if ledger else None
     if not (last is not None and last.is_archive and last.value("sha256") == move.sha256):
-        append_ledger(ctx, lambda stamp: archive_event(stamp, move.source, move.sha256, move.sha256_norm,
-                                                       move.reason, move.spine_entry))
+        append_ledger(ctx, partial(_archive_line, move))
         directory.record_write(LEDGER, sha256_hex((ctx.root / LEDGER).read_bytes()))
         crashpoint("file-written")
     fs.move_exact(source, target)
@@ -224,6 +225,14 @@ def _archive(ctx: PassContext, directory: MigrationDir, item: Item) -> int:
     crashpoint("file-written")
     ctx.heartbeat()
     return 2
+
+
+def _archive_line(move: Move, stamp: str) -> str:
+    return archive_event(stamp, move.source, move.sha256, move.sha256_norm, move.reason, move.spine_entry)
+
+
+def _restore_line(path: str, reason: str, observed: str | None, modified: bool, stamp: str) -> str:
+    return restore_event(stamp, path, reason, observed, modified)
 
 
 def _self_check(ctx: PassContext, directory: MigrationDir) -> list[Finding]:
@@ -239,7 +248,7 @@ def _write_done(ctx: PassContext, directory: MigrationDir, record: MigrationReco
     fs.atomic_write(directory.done, encode("\n".join(numbers) + "\n"))
     crashpoint("done-written")
     if directory.pending.exists():
-        directory.pending.unlink()
+        fs.remove(directory.pending)
     ctx.heartbeat()
 
 
@@ -308,8 +317,8 @@ def revert_migration(ctx: PassContext) -> MigrateOutcome:
         if last is not None and last.is_archive and last.value("sha256") == move.sha256:
             archived = root / move.target
             observed = sha256_hex(archived.read_bytes()) if archived.is_file() else None
-            append_ledger(ctx, lambda stamp: restore_event(stamp, move.source, reason, observed,
-                                                           observed is not None and observed != move.sha256))
+            modified = observed is not None and observed != move.sha256
+            append_ledger(ctx, partial(_restore_line, move.source, reason, observed, modified))
             crashpoint("file-written")
     for source, target in reversed(moved_by(record.items)):
         if (root / target).is_file() and not (root / source).exists():
@@ -319,28 +328,28 @@ def revert_migration(ctx: PassContext) -> MigrateOutcome:
     # 4. paths the plan created go, unless changed after the backup
     for path in record.created:
         if path not in outcome.kept and (root / path).is_file() and not (backup / path).exists():
-            (root / path).unlink()
+            fs.remove(root / path)
             crashpoint("file-written")
     # 5. the backup over the store, the ledger excepted
     for path in knowledge_files(backup):
         if path in (LEDGER, CATALOG):
             continue
         data = (backup / path).read_bytes()
-        current = root / path
-        if not current.is_file() or current.read_bytes() != data:
-            fs.atomic_write(current, data)
+        there = root / path
+        if not there.is_file() or there.read_bytes() != data:
+            fs.atomic_write(there, data)
             crashpoint("file-written")
             ctx.heartbeat()
     # 6. the catalog: rebuilt only if the store had one; otherwise none, as before
     if (backup / CATALOG).is_file():
         fs.atomic_write(root / CATALOG, encode(render_catalog(take_snapshot(root), ctx.now())))
     elif (root / CATALOG).is_file():
-        (root / CATALOG).unlink()
+        fs.remove(root / CATALOG)
     # 7. REVERTED replaces PENDING
     fs.atomic_write(directory.reverted, encode(f"reverted {ctx.now_stamp()}\n"))
     crashpoint("reverted-written")
     if directory.pending.exists():
-        directory.pending.unlink()
+        fs.remove(directory.pending)
     outcome.finished = True
     ctx.heartbeat()
     return outcome

@@ -46,7 +46,7 @@ class Item:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Item":
+    def from_json(cls, data: dict[str, Any]) -> Item:
         move = data.get("move")
         return cls(int(data["number"]), str(data["kind"]), str(data["title"]),
                    step_from_json(data["step"]) if "step" in data else None,

@@ -36,8 +36,8 @@ from .journal import compact_utc
 from .plan import Move
 from .writes import FileMove, FileWrite, Step, TwinAppend
 
-CATALOG_LINE = ("- [Catalog](CATALOG.md) \u2014 complete inventory of every knowledge file incl. archived and "
-                "evidence; not loaded at start; consult on any miss.")
+# The line the installer gives every new store (STORE-FORMAT.md 1.1): short, as the SPINE is tight.
+CATALOG_LINE = "- [Catalog](CATALOG.md) \u2014 complete inventory; not loaded at start."
 KIND_FIRST = "first migration to the 1.2 layout"
 KIND_ADOPT = "already migrated: adoption of newly appeared unledgered archives only"
 KIND_NOOP = "already migrated: nothing to do"
@@ -108,9 +108,9 @@ def _budget(files: dict[str, bytes], limits: CompactLimits) -> dict[str, int]:
     spine = Spine(files.get(SPINE, b""))
     over_entries = sum(1 for e in spine.entries if e.byte_len > limits.spine.entry_cap)
     over_files = 0
-    for path in files:
+    for path, raw in files.items():
         if is_tier_path(path):
-            file = KnowledgeFile(path, files[path])
+            file = KnowledgeFile(path, raw)
             if file.line_count > limits.file_max_lines or (
                     file.oversize_reason is None and file.size > limits.file_max_bytes):
                 over_files += 1

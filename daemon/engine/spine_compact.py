@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from ..store.spine import hook_of_entry
 from ..store.text import byte_len, rtrim
@@ -152,7 +153,7 @@ class SpineCompactor:
         while self._over_lines():
             best: tuple[int, int, Entry, Entry, str] | None = None
             live = [e for e in self.model.live_entries()]
-            for position, (first, second) in enumerate(zip(live, live[1:])):
+            for position, (first, second) in enumerate(pairwise(live)):
                 if first.detail_target is None or second.detail_target is None:
                     continue
                 if first.section != second.section or _tier_of(first) is None or _tier_of(first) != _tier_of(second):

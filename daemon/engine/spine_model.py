@@ -17,7 +17,15 @@ from ..store.spine import (
     hook_of_entry,
     is_continuation,
 )
-from ..store.text import byte_len, decode, dominant_ending, encode, lines_with_endings, replace_line_body, rtrim
+from ..store.text import (
+    byte_len,
+    decode,
+    dominant_ending,
+    encode,
+    lines_with_endings,
+    replace_line_body,
+    rtrim,
+)
 
 
 def format_group(group: list[Pointer]) -> str:

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from ..errors import DistilldError
 from ..store import fs
@@ -63,7 +63,7 @@ class TwinAppend:
         return twin_after(current, self.header, self.lines, Counter(self.base), self.ending)
 
 
-Op = Union[FileWrite, FileMove, TwinAppend]
+Op = FileWrite | FileMove | TwinAppend
 
 
 @dataclass

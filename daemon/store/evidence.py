@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from .text import decode, dominant_ending, encode, lines_with_endings, split_lines
 from .tierfile import (
@@ -54,7 +55,7 @@ def movable_lines(lines: list[str], body_start: int) -> tuple[set[int], set[int]
             dated.add(index)
     headings: set[int] = set()
     starts = [i for i in range(body_start, len(lines)) if HEADING_RE.match(lines[i])] + [len(lines)]
-    for start, end in zip(starts, starts[1:]):
+    for start, end in pairwise(starts):
         if len(HEADING_RE.match(lines[start]).group(1)) < 2 or start in protected:  # type: ignore[union-attr]
             continue
         inside = range(start + 1, end)

@@ -56,6 +56,12 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
         _fsync_directory(directory)
 
 
+def remove(path: Path) -> None:
+    """Delete a file durably (a revert removing what a migration created)."""
+    path.unlink()
+    _fsync_directory(path.parent)
+
+
 def sync_barrier() -> None:
     """Everything written so far reaches the disk (one sync instead of an fsync per file)."""
     os.sync()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from .text import byte_len, decode, dominant_ending, encode, lines_with_endings, split_lines
 from .tierfile import HEADING_RE, MARKER_RE, KnowledgeFile, parse_frontmatter
@@ -131,7 +132,7 @@ def split_knowledge_file(path: str, raw: bytes, max_lines: int, max_bytes: int,
     if not points:
         return None
     bounds = [0, *points, tail]
-    blocks = [raw_lines[a:b] for a, b in zip(bounds, bounds[1:])]
+    blocks = [raw_lines[a:b] for a, b in pairwise(bounds)]
     footer = raw_lines[tail:]
     while footer and not footer[0].strip():
         footer = footer[1:]  # one blank line will separate it from the Continued line

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from builders import EM, StoreBuilder
+from distilld.actions.compact import render_json, render_text, run_compact
+from distilld.cli import main as cli_main
+from distilld.engine.compact import CompactRefused
+from distilld.policy import load_policy
+from distilld.store.snapshot import take_snapshot
+from distilld.store.spine import Spine
+from distilld.store.tierfile import KnowledgeFile
 from maintenance_fixtures import (
     QUILL_HOOK,
     have_bash,
@@ -24,16 +31,8 @@ from maintenance_fixtures import (
     unmigrated_store,
 )
 
-from distilld.actions.compact import render_json, render_text, run_compact
-from distilld.cli import main as cli_main
-from distilld.engine.compact import CompactRefused
-from distilld.policy import load_policy
-from distilld.store.snapshot import take_snapshot
-from distilld.store.spine import Spine
-from distilld.store.tierfile import KnowledgeFile
-
 POLICY = load_policy()
-NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 TODAY = "2026-11-30"
 DETAIL = f"## Index detail (moved from SPINE {TODAY})"
 pytestmark = pytest.mark.skipif(not have_bash(), reason="the reference checker needs bash")
@@ -259,6 +258,6 @@ def test_a_file_over_its_caps_without_sections_is_reported_not_split(tmp_path: P
     b.rebuild_catalog()
     report = run_compact(root, POLICY, clock, apply=False)
     assert report.plan is not None and report.plan.splits == []
-    assert report.plan.unsplittable == ["craft/wall.md: over its caps with no `## ` section to cut at (declare "
-                                        "oversize: <reason> for the byte cap, or add section headings)"]
+    assert report.plan.unsplittable == [("craft/wall.md: over its caps with no `## ` section to cut at (declare "
+                                        "oversize: <reason> for the byte cap, or add section headings)")]
     assert "craft/wall.md is still over its caps" in report.plan.debt

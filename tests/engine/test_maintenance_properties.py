@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from distilld.actions.compact import run_compact
 from distilld.actions.migrate import run_migrate
@@ -25,9 +22,11 @@ from distilld.policy import parse_policy
 from distilld.store.invariants import check_store
 from distilld.store.lossless import check_c4
 from distilld.store.snapshot import take_snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 EM = "\u2014"
-NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 # Small caps, so that small random stores exercise cuts, merges and splits.
 POLICY = parse_policy("""
 [spine]
@@ -47,8 +46,7 @@ EXAMPLES = settings(max_examples=30, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture])
 TIERS = ("craft", "ops", "projects")
-WORD = st.sampled_from("kiln loom `run_all` ECONNRESET pinned Delta v2.1 retry queue the of and "
-                       "\"disk full\" ops/x.md é 日本 [IMPORTANT] 42".split())
+WORD = st.sampled_from(["kiln", "loom", "`run_all`", "ECONNRESET", "pinned", "Delta", "v2.1", "retry", "queue", "the", "of", "and", '"disk', 'full"', "ops/x.md", "é", "日本", "[IMPORTANT]", "42"])
 TEXT = st.lists(WORD, min_size=1, max_size=12).map(" ".join)
 
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from builders import EM, StoreBuilder
-from maintenance_fixtures import have_bash, oracle, oracle_passes, unmigrated_store
-
 from distilld.actions.compact import run_compact
 from distilld.actions.migrate import render_json, render_text, run_migrate
 from distilld.cli import main as cli_main
@@ -27,10 +25,11 @@ from distilld.engine.migrate_journal import MigrationDir, migration_dirs
 from distilld.policy import load_policy
 from distilld.store.ledger import Ledger
 from distilld.store.spine import Spine
+from maintenance_fixtures import have_bash, oracle, oracle_passes, unmigrated_store
 
 POLICY = load_policy()
-NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
-LATER = datetime(2026, 12, 1, 9, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+LATER = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
 pytestmark = pytest.mark.skipif(not have_bash(), reason="the reference checker needs bash")
 KNOWLEDGE = ("SPINE.md", "CATALOG.md", "craft/", "ops/", "profile/", "projects/", "feedback/", "evidence/", "archive/")
 

@@ -26,19 +26,23 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-
-import pytest
-from maintenance_fixtures import have_bash, migrated_store_over_targets, oracle_passes, unmigrated_store
 
 import distilld.engine.compact as engine_compact
 import distilld.engine.migrate as engine_migrate
 import distilld.engine.writes as engine_writes
+import pytest
 from distilld.cli import main as cli_main
 from distilld.engine.crash import CRASH_ENV
 from distilld.engine.lock import format_iso, read_lock
 from distilld.engine.migrate_journal import migration_dirs
+from maintenance_fixtures import (
+    have_bash,
+    migrated_store_over_targets,
+    oracle_passes,
+    unmigrated_store,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not have_bash(), reason="the reference checker needs bash")]
 KNOWLEDGE = ("SPINE.md", "CATALOG.md", "craft/", "ops/", "profile/", "projects/", "feedback/", "evidence/", "archive/")
@@ -58,7 +62,7 @@ def kill_store(root: Path) -> None:
     """unmigrated_store, lifecycle enabled, project dates relative to today (the CLI's clock):
     Saffron and Tundra are stale, Vireo is recent, Quill is pinned."""
     unmigrated_store(root)
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     for name, days in (("saffron", 130), ("tundra", 300), ("vireo", 5)):
         path = root / "projects" / f"{name}.md"
         text = re.sub(r"last_updated: [0-9-]+", f"last_updated: {today - timedelta(days=days)}", path.read_text())
@@ -68,7 +72,8 @@ def kill_store(root: Path) -> None:
 
 def run_child(args: list[str], crash: str) -> int:
     env = {**{k: v for k, v in os.environ.items() if k != CRASH_ENV}, CRASH_ENV: crash}
-    proc = subprocess.run([sys.executable, "-m", "distilld", *args], env=env, capture_output=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "distilld", *args], env=env, capture_output=True, timeout=120,
+                          check=False)
     assert proc.returncode == -signal.SIGKILL, (crash, proc.returncode, proc.stdout, proc.stderr)
     return proc.returncode
 

@@ -67,8 +67,8 @@ def test_no_line_is_lost_between_the_file_and_its_twin() -> None:
 
 
 def test_the_twin_append_is_idempotent_by_count_and_keeps_duplicates_that_were_in_both() -> None:
-    old_twin = ("---\nevidence_for: craft/testing.md\n---\n## Evidence log\n\n"
-                "- 2026-04-18 confirm: a temp-dir test caught a path bug\n").encode()
+    old_twin = (b"---\nevidence_for: craft/testing.md\n---\n## Evidence log\n\n"
+                b"- 2026-04-18 confirm: a temp-dir test caught a path bug\n")
     move = plan_evidence("craft/testing.md", PRINCIPLES.encode(), old_twin)
     assert move is not None and move.twin_header == ""
     base = Counter({line: 1 for line in move.lines if line == "- 2026-04-18 confirm: a temp-dir test caught a path bug"})

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import re
 
+from distilld.store.hooks import is_distinctive, short_entry, short_hook
+from distilld.store.spine import Spine
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from maintenance_fixtures import QUILL_HOOK, SAFFRON_HOOK, SAFFRON_WRAP
-
-from distilld.store.hooks import is_distinctive, short_entry, short_hook
-from distilld.store.spine import Spine
 
 EM = "\u2014"
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from maintenance_fixtures import long_file
-
 from distilld.store.split import cut_points, split_knowledge_file
 from distilld.store.text import split_lines
 from distilld.store.tierfile import KnowledgeFile
+from maintenance_fixtures import long_file
 
 FRONT = "---\nscope: Retry rules\nlast_updated: 2026-08-01\n---\n\n# Retries\n\nIntro line.\n\n"
 
@@ -61,7 +60,7 @@ def test_many_pieces_chain_their_continued_lines_and_take_the_next_free_numbers(
     assert out.parent.decode().endswith("Continued in `craft/retries-3.md`.\n")
     assert out.children[0][1].decode().endswith("Continued in `craft/retries-5.md`.\n")
     assert not out.children[-1][1].decode().rstrip().endswith(".md`.")
-    assert all(f"split_from: craft/retries.md\n" in data.decode() for _, data in out.children)
+    assert all("split_from: craft/retries.md\n" in data.decode() for _, data in out.children)
 
 
 def test_a_split_child_split_again_keeps_the_family_numbering_and_names_itself_as_parent() -> None:
@@ -115,9 +114,9 @@ def test_a_section_over_the_caps_alone_is_reported_with_the_oversize_suggestion(
     raw = (FRONT + long_file("Retry", 3) + big + long_file("Retry", 3, 3)).encode()
     out = split_knowledge_file("craft/retries.md", raw, 60, 6000, never_taken)
     assert out is not None
-    assert out.over_cap == ["craft/retries.md: section '## Huge table' alone is over the caps (73 lines, "
+    assert out.over_cap == [("craft/retries.md: section '## Huge table' alone is over the caps (73 lines, "
                             "1336 bytes); it cannot be split (declare oversize: <reason> for the byte cap, or "
-                            "shorten it by hand)"]
+                            "shorten it by hand)")]
 
 
 def test_a_trailing_evidence_citation_stays_with_the_parent() -> None:
