@@ -20,11 +20,10 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode, FileStatus
 
-from ..store import fs
 from ..store.merge import has_conflict_markers
 from ..store.paths import SPINE, sync_class
 from .errors import CommitRefused, GitBusy
-from .repo import MANAGED_FILES, StoreRepo, require_quiet
+from .repo import MANAGED_FILES, StoreRepo, require_quiet, write_state_file
 
 TRAILER_PATH_LIMIT = 200  # beyond this, the count says how many (the diff has them all)
 BODY_PATH_LIMIT = 50
@@ -175,8 +174,7 @@ def _write_pending(store: StoreRepo, commit: pygit2.Oid, parent: pygit2.Oid | No
         "parent": str(parent) if parent else None,
         "paths": {p: [str(e[0]), e[1]] if e else None for p, e in entries.items()},
     }
-    store.state_dir.mkdir(parents=True, exist_ok=True)
-    fs.atomic_write(_pending_path(store), json.dumps(payload, indent=1).encode())
+    write_state_file(_pending_path(store), json.dumps(payload, indent=1).encode())
 
 
 def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_tree: pygit2.Tree | None) -> None:

@@ -7,6 +7,7 @@ repository's own ``.git/config`` under ``distilld.*``: never in a tracked file.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +86,16 @@ class InitReport:
     remote_url: str | None
     wrote: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+def write_state_file(path: Path, data: bytes) -> None:
+    """Replace a file of distilld's machine-local state inside .git atomically. No fsync: it only
+    has to survive a crash of distilld, not of the machine (losing it loses a backoff or a
+    pending index repair, never store data)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
 
 
 def _workdir(repo: pygit2.Repository) -> Path | None:

@@ -28,7 +28,7 @@ from .auth import Credentials, StoreCallbacks, apply_timeouts
 from .commit import Identity, commit_agent_changes, head_commit, new_pass_id, working_changes
 from .errors import GitBusy, GitStoreError, RemoteError
 from .merge import Flat, flatten, incoming_problems, merge_commits
-from .repo import StoreRepo, busy_reason
+from .repo import StoreRepo, busy_reason, write_state_file
 from .verify import verify_pull
 
 STATE_FILE = "sync.json"
@@ -60,12 +60,7 @@ def load_state(store: StoreRepo) -> SyncState:
 
 
 def save_state(store: StoreRepo, state: SyncState) -> None:
-    """Replace the state file atomically; no fsync: losing it to a crash only resets the backoff."""
-    store.state_dir.mkdir(parents=True, exist_ok=True)
-    target = store.state_dir / STATE_FILE
-    temporary = target.with_name(f".{STATE_FILE}.{os.getpid()}.tmp")
-    temporary.write_bytes(json.dumps(asdict(state), indent=1).encode())
-    os.replace(temporary, target)
+    write_state_file(store.state_dir / STATE_FILE, json.dumps(asdict(state), indent=1).encode())
 
 
 def backoff_seconds(failures: int, rng: Callable[[], float] = random.random,
