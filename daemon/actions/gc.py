@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..engine.compact import recover_compaction, unfinished_journals
 from ..engine.context import PassContext
 from ..engine.gc import GcOutcome, apply_gc, recover_gc, refuse_unless_gc_allowed, resolve_manifest, revert_gc
 from ..engine.gc_plan import plan_gc
@@ -93,6 +94,9 @@ def _finish_interrupted(ctx: PassContext, report: GcReport) -> None:
         report.notes.append(f"finished an interrupted restore of {', '.join(resumed.restored)}")
     if unfinished_manifests(ctx.root):
         report.recovery = recover_gc(ctx)
+    if unfinished_journals(ctx.root):  # a killed compaction's planned writes go first too
+        finished = recover_compaction(ctx)
+        report.notes.append(f"finished an interrupted compaction ({len(finished.steps_done)} steps)")
 
 
 def run_gc_revert(store: Path, policy: Policy, clock: Callable[[], datetime], manifest: str | None,

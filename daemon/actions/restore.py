@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from ..engine.compact import recover_compaction, unfinished_journals
 from ..engine.gc import recover_gc, refuse_unless_gc_allowed
 from ..engine.journal import unfinished_manifests
 from ..engine.restore import RestoreOutcome, apply_restore, plan_restore, recover_restores
@@ -34,6 +35,9 @@ def run_restore(store: Path, path: str, policy: Policy, clock: Callable[[], date
             notes += [f"finished an interrupted gc pass: archived {p}" for p in recovered.recovered]
             notes += [f"finished an interrupted revert: restored {p}" for p in recovered.reverted]
             notes += [f"recorded a gc move that never completed: {p}" for p in recovered.abandoned]
+        if unfinished_journals(ctx.root):  # a killed compaction's planned writes go first too
+            finished = recover_compaction(ctx)
+            notes.append(f"finished an interrupted compaction ({len(finished.steps_done)} steps)")
         members = plan_restore(take_snapshot(ctx.root), path, policy.spine.entry_max_bytes,
                                policy.spine.entry_target_bytes, policy.spine.max_lines, policy.spine.max_bytes)
         outcome = apply_restore(ctx, members)

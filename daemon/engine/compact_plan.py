@@ -165,15 +165,22 @@ def _place_children(model: SpineModel, parent: str, children: list[str], cap: in
             model.add_pointers(host, fitting, parent)
     rest = pointers[len(fitting):]
     after: Entry | None = host
+    hook = f"continues `{parent}`."
+    if host is not None:  # after the lines of this family's earlier overflow, keeping their order
+        live = model.live_entries()
+        at = live.index(host) + 1
+        while at < len(live) and live[at].is_new and live[at].hook == hook:
+            after = live[at]
+            at += 1
     while rest:
         line: list[Pointer] = []
         for pointer in rest:
-            if line and byte_len(f"- {format_group(line + [pointer])} \u2014 continues `{parent}`.") > cap:
+            if line and byte_len(f"- {format_group(line + [pointer])} \u2014 {hook}") > cap:
                 break
             line.append(pointer)
         rest = rest[len(line):]
         section = after.section if after is not None else 0
-        after = model.new_entry(line, f"continues `{parent}`.", after, section)
+        after = model.new_entry(line, hook, after, section)
 
 
 def _build_model(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: CompactLimits,

@@ -159,7 +159,8 @@ class SpineModel:
         return len(Spine(self.raw()).lines)
 
     def live_entries(self) -> list[Entry]:
-        return [e for e in self.entries if not e.removed]
+        """The entries still in the SPINE, in file order."""
+        return [row.entry for row in self.rows if row.entry is not None and not row.entry.removed]
 
     def entry_of(self, path: str) -> Entry | None:
         """The live entry whose leading group names ``path``."""

@@ -93,6 +93,12 @@ def test_short_entries_keep_pointers_read_clause_markers_and_pinned(store: Path)
     assert quill.endswith("Read before changing anything in quill-api or quill-recon.")
     alder = next(line for line in spine.splitlines() if "(projects/alder.md)" in line)
     assert "`alder_sync`" in alder and "8000" in alder and alder.endswith("Read when working in the alder repo.")
+    # a wrapped entry becomes one line; its continuation's words are in its Index detail
+    lines = spine.splitlines()
+    assert not any(line.startswith("  owners in the platform guild") for line in lines)
+    dogwood = next(line for line in lines if "(projects/dogwood.md)" in line)
+    assert dogwood.endswith("Read when working in the dogwood repo.")
+    assert "owners in the platform guild, and the 2023 migration notes" in (store / "projects/dogwood.md").read_text()
 
 
 def test_a_split_child_joins_its_parents_line_and_blank_lines_go_before_any_merge(store: Path) -> None:

@@ -221,3 +221,26 @@ def test_occurrence_tables_match_an_uninterrupted_run(tmp_path: Path, monkeypatc
     assert cli(["compact", str(tmp_path / "c"), "--apply"])[0] == 0
     assert dict(reached) == COMPACT_OCCURRENCES
     assert date.today()  # the tables do not depend on the day: dates are relative in kill_store
+
+
+@pytest.mark.parametrize("then", ["gc", "restore"])
+def test_a_killed_compaction_is_finished_by_gc_or_restore_before_they_plan(
+        tmp_path: Path, reference: dict[str, dict[str, bytes]], then: str) -> None:
+    """Every write command finishes interrupted work first: gc and restore finish a compaction."""
+    root = tmp_path / "store"
+    migrated_store_over_targets(root)
+    before = tmp_path / "before"
+    shutil.copytree(root, before)
+    run_child(["compact", str(root), "--apply"], "file-written:30")
+    age_lock(root)
+
+    if then == "gc":
+        code, out = cli(["gc", str(root), "--apply"])
+        assert code == 0 and "note: finished an interrupted compaction (" in out, out
+        oracle_passes(root, before)  # and gc then archived what was stale, ledger first
+    else:  # the restore itself is refused (nothing archived there), after the compaction is finished
+        code, out = cli(["restore", "projects/none.md", str(root)])
+        assert code == 2 and "archive/projects/none.md: no such archived file" in out, out
+        assert knowledge(root) == reference["compacted"]
+    journal = next((root / "data/compact-journals").glob("*.jsonl")).read_text()
+    assert journal.endswith('{"finished": true}\n')
