@@ -92,13 +92,22 @@ class ControlServer:
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 1.0},
+        # A long poll keeps an idle daemon asleep; close() wakes the loop with a connection.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 60.0},
                                         name="distilld-control", daemon=True)
         self._thread.start()
 
     def close(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
+            stopper = threading.Thread(target=self._server.shutdown, daemon=True)
+            stopper.start()
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                    sock.settimeout(1.0)
+                    sock.connect(str(self.path))
+            except OSError:
+                pass
+            stopper.join(5)
             self._server.server_close()
             self._server = None
         try:

@@ -226,7 +226,7 @@ class StoreWatcher:
 
     def __init__(self, root: Path, debouncer: Debouncer, on_lock: Callable[[], None],
                  on_rescan: Callable[[str], None], mode: str = "auto",
-                 polling_interval: float = 5.0, observer_timeout: float = 2.0) -> None:
+                 polling_interval: float = 5.0, observer_timeout: float = 5.0) -> None:
         self.root = root
         self.debouncer = debouncer
         self._on_lock = on_lock
@@ -287,11 +287,11 @@ class StoreWatcher:
         return observer
 
     @staticmethod
-    def _stop_quietly(observer: BaseObserver) -> None:
+    def _stop_quietly(observer: BaseObserver, wait: float = 6.0) -> None:
         try:
             observer.stop()
             if observer.is_alive():
-                observer.join(timeout=5)
+                observer.join(timeout=wait)
         except Exception:
             log.exception("watcher.stop_failed")
 
