@@ -179,6 +179,9 @@ class Daemon:
         env.activity.write(f"started: following {self.store} (pid {os.getpid()}, distilld {__version__})")
         if not self.watcher.start():
             env.activity.write(f"waiting: no store at {self.store} yet (`distilld init` creates one)")
+        git_note = (env.status.get("git") or {}).get("note")
+        if git_note and settings.git.commit:
+            env.activity.write(f"not committing the agents' changes: {git_note}")
         self.worker.request("follow", "start")
         self.schedule.start(self._last_runs())
         self._refresh_status(force=True)
