@@ -166,7 +166,7 @@ def _place_children(model: SpineModel, parent: str, children: list[str], cap: in
     rest = pointers[len(fitting):]
     after: Entry | None = host
     hook = f"continues `{parent}`."
-    if host is not None:  # after the lines of this family's earlier overflow, keeping their order
+    if host is not None and rest:  # after the lines of this family's earlier overflow, keeping their order
         live = model.live_entries()
         at = live.index(host) + 1
         while at < len(live) and live[at].is_new and live[at].hook == hook:

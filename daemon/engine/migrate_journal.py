@@ -89,6 +89,7 @@ def items_of(plan: MigrationPlan) -> list[Item]:
 class MigrationDir:
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._ticks: dict[int, int] | None = None  # checklist number -> offset of its "[ ]"
         self.plan_md = path / "PLAN.md"
         self.plan_json = path / "plan.json"
         self.backup = path / "backup"
@@ -124,16 +125,23 @@ class MigrationDir:
         return {int(m.group(2)): m.group(1) == "x" for m in CHECK_RE.finditer(section)}
 
     def mark(self, number: int) -> None:
-        """Tick item ``number`` in place: the one byte between the brackets."""
-        raw = self.plan_md.read_bytes()
-        start = raw.find(b"\n## Checklist\n")
-        found = re.compile(rb"^- \[ \] %d\. " % number, re.MULTILINE).search(raw, start)
-        if found is None:
+        """Tick item ``number`` in place: the one byte between the brackets. Ticks and appended
+        lines never move an item, so the offsets found once stay right."""
+        if self._ticks is None:
+            raw = self.plan_md.read_bytes()
+            start = raw.find(b"\n## Checklist\n")
+            end = raw.find(b"\n" + WRITES_HEADING.encode() + b"\n", start)
+            self._ticks = {int(m.group(1)): m.start() + 3
+                           for m in re.finditer(rb"^- \[ \] ([0-9]+)\. ", raw[:end], re.MULTILINE) if m.start() > start}
+        offset = self._ticks.pop(number, None)
+        if offset is None:
             return  # already ticked
-        fs.patch_in_place(self.plan_md, found.start() + 3, b" ", b"x", durable=False)  # a lost tick: redone
+        fs.patch_in_place(self.plan_md, offset, b" ", b"x", durable=False)  # a lost tick: redone
 
     def record_write(self, path: str, checksum: str) -> None:
-        fs.append_line(self.plan_md, f"- wrote {path} sha256 {checksum}", durable=False)
+        """One ``## Writes`` line (PLAN.md is LF and ends with a line break: it is ours)."""
+        fs.append_bytes(self.plan_md, f"- wrote {path} sha256 {checksum}\n".encode("utf-8", "surrogateescape"),
+                        durable=False)
 
     def writes(self) -> dict[str, str]:
         """The last recorded checksum per path."""

@@ -137,6 +137,7 @@ class SpineCompactor:
                 return
             self.model.add_pointers(host, list(entry.group), parent)
             entry.removed = entry.merged = True
+            self.model.forget_index()
             self._refit(host)
 
     def drop_blank_lines(self) -> None:
@@ -150,13 +151,21 @@ class SpineCompactor:
         """Merges serve the line target only, so they never cut a hook below the first floor."""
         cap = self.limits.entry_cap
         memo: dict[tuple[object, ...], str | None] = {}
+        tiers: dict[tuple[int, int], str | None] = {}
+
+        def tier(entry: Entry) -> str | None:
+            key = (entry.key, len(entry.group))
+            if key not in tiers:
+                tiers[key] = _tier_of(entry)
+            return tiers[key]
+
         while self._over_lines():
             best: tuple[int, int, Entry, Entry, str] | None = None
             live = [e for e in self.model.live_entries()]
             for position, (first, second) in enumerate(pairwise(live)):
                 if first.detail_target is None or second.detail_target is None:
                     continue
-                if first.section != second.section or _tier_of(first) is None or _tier_of(first) != _tier_of(second):
+                if first.section != second.section or tier(first) is None or tier(first) != tier(second):
                     continue
                 together = first.size + second.size
                 if best is not None and together >= best[0]:
@@ -173,6 +182,7 @@ class SpineCompactor:
             _, _, first, second, text = best
             first.group = first.group + second.group
             first.group_changed = True
+            self.model.forget_index()
             first.text = text
             first.hook = rtrim(hook_of_entry(text))
             first.limit = cap

@@ -134,6 +134,7 @@ class SpineModel:
             index += parsed.line_count
         self._next_key = len(self.entries)
         self.pinned: Callable[[str], bool] = lambda path: False
+        self._index: dict[str, Entry] | None = None
 
     # -- reading ------------------------------------------------------------------------------
     def render(self) -> str:
@@ -163,11 +164,18 @@ class SpineModel:
         return [row.entry for row in self.rows if row.entry is not None and not row.entry.removed]
 
     def entry_of(self, path: str) -> Entry | None:
-        """The live entry whose leading group names ``path``."""
-        for entry in self.entries:
-            if not entry.removed and any(p.path == path for p in entry.group):
-                return entry
-        return None
+        """The live entry whose leading group names ``path`` (the first, in file order)."""
+        if self._index is None:
+            self._index = {}
+            for entry in self.live_entries():
+                for pointer in entry.group:
+                    self._index.setdefault(pointer.path, entry)
+        found = self._index.get(path)
+        return found if found is not None and not found.removed else None
+
+    def forget_index(self) -> None:
+        """Groups changed: entry_of looks again."""
+        self._index = None
 
     # -- editing ------------------------------------------------------------------------------
     def new_entry(self, group: list[Pointer], hook: str, after: Entry | None, section: int) -> Entry:
@@ -182,6 +190,7 @@ class SpineModel:
             self.rows[-1].raw += self.ending
         self.rows.insert(at, Row("", entry))
         self.entries.append(entry)
+        self.forget_index()
         return entry
 
     def insert_top(self, line: str) -> None:
@@ -198,6 +207,7 @@ class SpineModel:
             new_rows.insert(0, Row(self.ending))
         self.rows[at:at] = new_rows
         self.entries.insert(0, entry)
+        self.forget_index()
 
     def add_pointers(self, host: Entry, pointers: list[Pointer], after_path: str) -> None:
         """Put ``pointers`` into ``host``'s leading group, after ``after_path`` and the pointers
@@ -209,6 +219,7 @@ class SpineModel:
             at += 1
         group[at:at] = pointers
         host.group_changed = True
+        self.forget_index()
         if host.text is not None:  # already rewritten: write it again with the longer group
             host.text = rewrite(host, host.limit or host.size, self.pinned)
 

@@ -56,6 +56,16 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
         _fsync_directory(directory)
 
 
+def append_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+    """Append bytes to a file this program writes itself (a journal it knows ends with a line
+    break): no read of the file first, so appending stays cheap however long it grows."""
+    with open(path, "ab") as handle:
+        handle.write(data)
+        handle.flush()
+        if durable:
+            os.fsync(handle.fileno())
+
+
 def remove(path: Path) -> None:
     """Delete a file durably (a revert removing what a migration created)."""
     path.unlink()

@@ -4,6 +4,7 @@ Not a pytest test (nothing here is collected): run it by hand.
 
     python tests/benchmarks/bench_migrate.py                # 1x and 10x
     python tests/benchmarks/bench_migrate.py --scales 1     # 1x only
+    python tests/benchmarks/bench_migrate.py --scales 10 --policy big.toml   # caps of your own
 
 For each scale: generate the unmigrated store (storegen, outside the timing), then time the
 preview (plan + PLAN.md), the apply (plan again, backup and verification, every checklist item
@@ -54,8 +55,8 @@ def byte_cap_splits(root: Path, move_history: bool) -> int:
     return total
 
 
-def bench(scale: int) -> None:
-    policy = load_policy()
+def bench(scale: int, policy_file: Path | None = None) -> None:
+    policy = load_policy(policy_file)
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch) / "store"
         generate_store(root, scale, "unmigrated")
@@ -102,7 +103,8 @@ def bench(scale: int) -> None:
         backup = migration_dirs(root)[-1].backup
         started = time.perf_counter()
         now = take_snapshot(root)
-        failing = [f for f in check_store(now) + check_c4(take_snapshot(backup), now) if f.severity == "fail"]
+        failing = [f for f in check_store(now, policy.caps) + check_c4(take_snapshot(backup), now)
+                   if f.severity == "fail"]
         print(f"  independent re-check C1-C4: {'PASS' if not failing else failing[:3]} "
               f"({time.perf_counter() - started:.2f} s)")
 
@@ -110,9 +112,11 @@ def bench(scale: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scales", default="1,10", help="comma-separated scales (default 1,10)")
+    parser.add_argument("--policy", type=Path, help="a policy file (e.g. SPINE caps raised, to time a 10x "
+                        "store that the default caps refuse)")
     args = parser.parse_args(argv)
     for scale in (int(s) for s in args.scales.split(",")):
-        bench(scale)
+        bench(scale, args.policy)
     return 0
 
 

@@ -267,3 +267,15 @@ def test_a_file_over_its_caps_without_sections_is_reported_not_split(tmp_path: P
     assert report.plan.unsplittable == [("craft/wall.md: over its caps with no `## ` section to cut at (declare "
                                         "oversize: <reason> for the byte cap, or add section headings)")]
     assert "craft/wall.md is still over its caps" in report.plan.debt
+
+
+def test_a_crlf_spine_keeps_crlf_on_every_line_it_rewrites(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    b = migrated_store_over_targets(root)
+    b.write("SPINE.md", b.read("SPINE.md").replace(b"\n", b"\r\n"))
+    b.rebuild_catalog()
+    shutil.copytree(root, tmp_path / "before")
+    assert run_compact(root, POLICY, clock).ok
+    raw = b.read("SPINE.md")
+    assert raw.count(b"\n") == raw.count(b"\r\n") > 40
+    oracle_passes(root, tmp_path / "before")

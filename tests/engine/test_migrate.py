@@ -306,3 +306,27 @@ def test_the_cli_migrates_and_says_what_it_did(store: Path, tmp_path: Path, caps
     assert cli_main(["migrate", str(store), "--revert"]) == 0
     assert files(store) == files(tmp_path / "original")
     assert render_json  # the JSON renderer is what --json printed
+
+
+def test_a_failed_self_check_leaves_pending_and_finish_completes_once_fixed(
+        store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import distilld.engine.migrate as engine
+    from distilld.store.findings import fail
+
+    real = engine.check_c4
+    monkeypatch.setattr(engine, "check_c4", lambda before, after: [fail("C4", "line-lost", "x.md", "injected")])
+    outcome = run_migrate(store, POLICY, clock, "apply")
+    assert not outcome.ok and not outcome.finished
+    directory = only_dir(store)
+    assert directory.pending.is_file() and not directory.done.exists()
+    marks = directory.marks()
+    assert [n for n, ticked in marks.items() if not ticked] == [max(marks)]  # only the self-check is left
+    assert "self-check FAILED (PENDING stays):" in render_text(outcome)
+    with pytest.raises(CompactRefused):
+        run_compact(store, POLICY, clock)
+
+    monkeypatch.setattr(engine, "check_c4", real)
+    finished = run_migrate(store, POLICY, later, "finish")
+    assert finished.ok and finished.finished and finished.items_done == ["self-check: C1-C3, and C4 against backup/"]
+    assert directory.done.is_file() and not directory.pending.exists()
+    oracle_passes(store, tmp_path / "original")
