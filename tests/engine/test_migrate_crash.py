@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import distilld.engine.compact as engine_compact
@@ -219,8 +219,7 @@ def test_occurrence_tables_match_an_uninterrupted_run(tmp_path: Path, monkeypatc
     reached.clear()
     migrated_store_over_targets(tmp_path / "c")
     assert cli(["compact", str(tmp_path / "c"), "--apply"])[0] == 0
-    assert dict(reached) == COMPACT_OCCURRENCES
-    assert date.today()  # the tables do not depend on the day: dates are relative in kill_store
+    assert dict(reached) == COMPACT_OCCURRENCES  # kill_store's dates are relative: any day gives these
 
 
 @pytest.mark.parametrize("then", ["gc", "restore"])
