@@ -117,9 +117,9 @@ def plan_restore(snapshot: Snapshot, given: str, entry_cap: int, entry_target: i
     if path.startswith(LEGACY_PREFIX) or (path.startswith("archive/") and is_legacy(path)):
         if not contained(path, "store") or path not in snapshot.archive_paths:
             raise RestoreRefused(f"{given}: no such legacy archive file; `distilld catalog --print` lists them")
-        members = [_plan_legacy(snapshot, path, None, entry_cap, entry_target)]
-        _check_spine_room(snapshot, members, spine_max_lines, spine_max_bytes, entry_cap)
-        return members
+        copy = [_plan_legacy(snapshot, path, None, entry_cap, entry_target)]
+        _check_spine_room(snapshot, copy, spine_max_lines, spine_max_bytes, entry_cap)
+        return copy
     tier_path = strip_archive(path)
     if not contained(tier_path, "tier"):
         raise RestoreRefused(f"{given}: not a contained tier path (like projects/x.md); nothing restored")
@@ -127,9 +127,9 @@ def plan_restore(snapshot: Snapshot, given: str, entry_cap: int, entry_target: i
     if archived not in snapshot.archive_paths:
         legacy = LEGACY_PREFIX + archived
         if legacy in snapshot.archive_paths:
-            members = [_plan_legacy(snapshot, legacy, tier_path, entry_cap, entry_target)]
-            _check_spine_room(snapshot, members, spine_max_lines, spine_max_bytes, entry_cap)
-            return members
+            copy = [_plan_legacy(snapshot, legacy, tier_path, entry_cap, entry_target)]
+            _check_spine_room(snapshot, copy, spine_max_lines, spine_max_bytes, entry_cap)
+            return copy
         raise RestoreRefused(f"{archived}: no such archived file; `distilld catalog --print` lists the archive")
     ledger = snapshot.ledger
     members: list[RestoreMember] = []
