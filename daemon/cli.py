@@ -101,7 +101,7 @@ def check(ctx: click.Context, store: Path | None, before: Path | None, as_json: 
 def catalog(store: Path | None, mode: str) -> None:
     """Rebuild CATALOG.md from the tree and the ledger: print it, or write it."""
     if mode == "write":
-        outcome = catalog_action.write_catalog(_store(store), _now())
+        outcome = catalog_action.run_catalog_write(_store(store), _policy(click.get_current_context()), _now)
         _emit(f"{outcome.path}: {outcome.reason}\n")
     else:
         _emit(catalog_action.print_catalog(_store(store), _now()))
@@ -615,6 +615,10 @@ def main(argv: list[str] | None = None) -> int:
         return error.exit_code
     except BrokenPipeError:
         return 1
+    except OSError as error:  # a file vanished or is unreadable mid-command: say which, no traceback
+        where = error.filename or "the store"
+        click.echo(f"distilld: {where}: {error.strerror or error}; nothing more was changed", err=True)
+        return 2
 
 
 if __name__ == "__main__":

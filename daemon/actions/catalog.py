@@ -12,9 +12,9 @@ from ..policy import Policy
 from ..store import fs
 from ..store.catalog import Catalog, render_catalog
 from ..store.invariants import check_c2
+from ..store.local import pending_migrations
 from ..store.paths import CATALOG, Layout
 from ..store.snapshot import Snapshot, take_snapshot
-from ..store.local import pending_migrations
 from ..store.text import encode
 from .passes import locked_pass
 

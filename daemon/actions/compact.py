@@ -15,14 +15,11 @@ from typing import Any
 from ..engine.compact import (
     CompactOutcome,
     apply_compaction,
-    recover_compaction,
     refuse_unless_compaction_allowed,
     unfinished_journals,
 )
 from ..engine.compact_plan import CompactLimits, CompactPlan, plan_compaction
-from ..engine.gc import recover_gc
-from ..engine.journal import unfinished_manifests
-from ..engine.restore import recover_restores
+from ..engine.recovery import finish_interrupted
 from ..policy import Policy
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.text import clip
@@ -106,12 +103,10 @@ def run_compact(store: Path, policy: Policy, clock: Callable[[], datetime], wait
     with locked_pass(store, policy, clock, wait) as ctx:
         refuse_unless_compaction_allowed(take_snapshot(ctx.root))
         report = CompactReport("apply")
-        recover_restores(ctx)
-        if unfinished_manifests(ctx.root):
-            recover_gc(ctx)
-        recovery = recover_compaction(ctx)
-        if recovery.journal is not None:
-            report.recovery = recovery
+        resumed = finish_interrupted(ctx)
+        report.notes += resumed.all_notes
+        if resumed.compaction is not None and resumed.compaction.journal is not None:
+            report.recovery = resumed.compaction
         before = take_snapshot(ctx.root)
         report.plan = plan_for(before, policy, ctx.now())
         report.outcome = apply_compaction(ctx, report.plan, before)

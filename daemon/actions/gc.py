@@ -9,13 +9,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.compact import recover_compaction, unfinished_journals
 from ..engine.context import PassContext
-from ..engine.gc import GcOutcome, apply_gc, recover_gc, refuse_unless_gc_allowed, resolve_manifest, revert_gc
+from ..engine.gc import GcOutcome, apply_gc, refuse_unless_gc_allowed, resolve_manifest, revert_gc
 from ..engine.gc_plan import plan_gc
 from ..engine.journal import unfinished_manifests
 from ..engine.plan import GcPlan, render_gc_plan
-from ..engine.restore import recover_restores
+from ..engine.recovery import finish_interrupted
 from ..policy import Policy
 from ..store.local import lifecycle_enabled
 from ..store.snapshot import Snapshot, take_snapshot
@@ -89,14 +88,9 @@ def run_gc_apply(store: Path, policy: Policy, clock: Callable[[], datetime], wai
 
 def _finish_interrupted(ctx: PassContext, report: GcReport) -> None:
     """What a killed pass left is finished first, and said."""
-    resumed = recover_restores(ctx)
-    if resumed.restored:
-        report.notes.append(f"finished an interrupted restore of {', '.join(resumed.restored)}")
-    if unfinished_manifests(ctx.root):
-        report.recovery = recover_gc(ctx)
-    if unfinished_journals(ctx.root):  # a killed compaction's planned writes go first too
-        finished = recover_compaction(ctx)
-        report.notes.append(f"finished an interrupted compaction ({len(finished.steps_done)} steps)")
+    resumed = finish_interrupted(ctx)
+    report.recovery = resumed.gc
+    report.notes += resumed.notes  # the gc recovery itself is shown as report.recovery
 
 
 def run_gc_revert(store: Path, policy: Policy, clock: Callable[[], datetime], manifest: str | None,

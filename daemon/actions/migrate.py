@@ -8,9 +8,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.compact import recover_compaction, unfinished_journals
-from ..engine.gc import recover_gc
-from ..engine.journal import unfinished_manifests
 from ..engine.migrate import (
     MigrateOutcome,
     MigrationRefused,
@@ -19,7 +16,7 @@ from ..engine.migrate import (
     preview_migration,
     revert_migration,
 )
-from ..engine.restore import recover_restores
+from ..engine.recovery import finish_interrupted
 from ..policy import Policy
 from ..store.local import pending_migrations
 from .passes import locked_pass
@@ -40,12 +37,10 @@ def run_migrate(store: Path, policy: Policy, clock: Callable[[], datetime], mode
             if pending:  # refused before anything, recovery included, is done
                 raise MigrationRefused(f"{pending[0]}: another migration is PENDING; run `distilld migrate "
                                        "--finish` or `--revert` first")
-            recover_restores(ctx)
-            if unfinished_manifests(ctx.root):
-                recover_gc(ctx)
-            if unfinished_journals(ctx.root):
-                recover_compaction(ctx)
-            return apply_migration(ctx, policy)
+            resumed = finish_interrupted(ctx)
+            outcome = apply_migration(ctx, policy)
+            outcome.notes = resumed.all_notes + outcome.notes
+            return outcome
         if mode == "finish":
             return finish_migration(ctx)
         return revert_migration(ctx)
