@@ -7,6 +7,8 @@ the file and what to do).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,22 @@ def _emit(text: str, as_json: bool = False) -> None:
         return
     stream.write(data)
     stream.flush()
+
+
+@contextmanager
+def _committed(store: Path, operation: str, policy: Policy) -> Iterator[Any]:
+    """A maintenance operation run from the command line is one git commit of exactly what it
+    changed (when the store is a distilld repository); what happened is said on stderr, so a
+    --json report on stdout stays clean."""
+    from .actions import sync as sync_action  # pygit2 loads only for commands that write
+
+    with sync_action.committed_operation(store, operation, policy, _now) as record:
+        yield record  # the caller may give it a subject that says what happened
+    if record.result is not None and record.result.commit:
+        click.echo(f"distilld: committed the {operation} as {record.result.commit[:7]} "
+                   f"({len(record.result.paths)} paths)", err=True)
+    for note in record.notes:
+        click.echo(f"distilld: note: {note}", err=True)
 
 
 def _store(store: Path | None) -> Path:
@@ -140,9 +158,17 @@ def gc(ctx: click.Context, store: Path | None, mode: str, manifest: str | None, 
     """
     policy = _policy(ctx)
     if mode == "apply":
-        report = gc_action.run_gc_apply(_store(store), policy, _now, wait)
+        with _committed(_store(store), "lifecycle", policy) as record:
+            report = gc_action.run_gc_apply(_store(store), policy, _now, wait)
+            moved = report.outcome.moved if report.outcome else []
+            record.subject = f"distilld: archived {len(moved)} file{'s' if len(moved) != 1 else ''}"
+            record.body = [f"archived {path}" for path in moved]
     elif mode == "revert":
-        report = gc_action.run_gc_revert(_store(store), policy, _now, manifest, wait)
+        with _committed(_store(store), "revert", policy) as record:
+            report = gc_action.run_gc_revert(_store(store), policy, _now, manifest, wait)
+            back = report.outcome.reverted if report.outcome else []
+            record.subject = f"distilld: reverted a lifecycle pass ({len(back)} file{'s' if len(back) != 1 else ''})"
+            record.body = [f"restored {path}" for path in back]
     else:
         report = gc_action.preview_gc(_store(store), policy, _now())
     _emit((gc_action.render_json if as_json else gc_action.render_text)(report), as_json)
@@ -162,7 +188,9 @@ def restore(ctx: click.Context, path: str, store: Path | None, wait: float, as_j
     Its split family comes back with it; its SPINE entry is re-added within the budgets and its
     last_updated set to today. A legacy archive is restored as a copy. Exit 1 if the self-check fails.
     """
-    outcome = restore_action.run_restore(_store(store), path, _policy(ctx), _now, wait)
+    with _committed(_store(store), "restore", _policy(ctx)) as record:
+        outcome = restore_action.run_restore(_store(store), path, _policy(ctx), _now, wait)
+        record.subject = f"distilld: restored {', '.join(outcome.restored) or path}"
     _emit((restore_action.render_json if as_json else restore_action.render_text)(outcome), as_json)
     ctx.exit(0 if outcome.ok else 1)
 
@@ -187,7 +215,11 @@ def compact(ctx: click.Context, store: Path | None, mode: str, wait: float, as_j
     split at "## " sections. Nothing is archived. Refuses a pre-1.2 store (use migrate) and a
     PENDING migration. Exit 1 if the self-check fails.
     """
-    report = compact_action.run_compact(_store(store), _policy(ctx), _now, wait, apply=mode == "apply")
+    if mode == "apply":
+        with _committed(_store(store), "compaction", _policy(ctx)):
+            report = compact_action.run_compact(_store(store), _policy(ctx), _now, wait, apply=True)
+    else:
+        report = compact_action.run_compact(_store(store), _policy(ctx), _now, wait, apply=False)
     _emit((compact_action.render_json if as_json else compact_action.render_text)(report), as_json)
     ctx.exit(0 if report.ok else 1)
 
@@ -214,7 +246,11 @@ def migrate(ctx: click.Context, store: Path | None, mode: str, wait: float, as_j
     brought within the hard caps is refused, with the reason and what could be done by hand.
     Migrating a migrated store is a no-op. Exit 1 if the self-check fails (PENDING stays).
     """
-    outcome = migrate_action.run_migrate(_store(store), _policy(ctx), _now, mode, wait)
+    if mode == "preview":
+        outcome = migrate_action.run_migrate(_store(store), _policy(ctx), _now, mode, wait)
+    else:
+        with _committed(_store(store), "migration", _policy(ctx)):
+            outcome = migrate_action.run_migrate(_store(store), _policy(ctx), _now, mode, wait)
     _emit((migrate_action.render_json if as_json else migrate_action.render_text)(outcome), as_json)
     ctx.exit(0 if outcome.ok else 1)
 

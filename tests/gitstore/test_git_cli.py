@@ -56,3 +56,35 @@ def test_sync_exit_codes(tmp_path: Path, origin: Origin, capsys: pytest.CaptureF
     origin.path.rename(tmp_path / "away.git")
     code, out, _ = run(capsys, "sync", str(store))
     assert code == 1 and "OFFLINE" in out and "next automatic try after" in out
+
+
+def test_maintenance_commands_commit_exactly_what_they_changed(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+
+    store = tmp_path / "store"
+    b = healthy_store(store)
+    b.tier("projects/heron.md", "# Heron\n\n- old queue notes\n", scope="Heron", last_updated="2025-01-01")
+    b.write("SPINE.md", b.read("SPINE.md") + "- [Heron](projects/heron.md) \u2014 old queue. Read when asked.\n".encode())
+    b.rebuild_catalog()
+    run(capsys, "init", str(store))
+
+    def log() -> list[str]:
+        done = subprocess.run(["git", "-C", str(store), "log", "--format=%s"], capture_output=True, text=True)
+        return done.stdout.splitlines()
+
+    def files_of(rev: str) -> list[str]:
+        done = subprocess.run(["git", "-C", str(store), "show", "--no-renames", "--name-only", "--format=", rev],
+                              capture_output=True, text=True)
+        return sorted(done.stdout.split())
+
+    code, _, err = run(capsys, "gc", str(store), "--apply")
+    assert code == 0 and "committed the lifecycle" in err
+    assert log()[0] == "distilld: archived 1 file"
+    assert files_of("HEAD") == ["CATALOG.md", "SPINE.md", "archive/LEDGER.md", "archive/projects/heron.md",
+                                "projects/heron.md"]
+    code, _, err = run(capsys, "restore", "projects/heron.md", str(store))
+    assert code == 0 and "committed the restore" in err
+    assert log()[0] == "distilld: restored projects/heron.md"
+    status = subprocess.run(["git", "-C", str(store), "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == ""  # nothing the operations wrote is left uncommitted (data/ is ignored)
