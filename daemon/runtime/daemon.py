@@ -168,7 +168,7 @@ class Daemon:
         settings = self.settings
         self.control = ControlServer(self.paths.control_socket, self.dispatch)
         self.control.start()  # first: it sets the umask, which must not race other threads
-        self.worker = Worker(lambda job, trigger: self._run_job(job, trigger))
+        self.worker = Worker(lambda job, trigger: run_job(env, job, trigger), after=self._after_job)
         self.schedule = Schedule(self.worker, settings.schedule)
         self.debouncer = Debouncer(settings.watch.quiet_seconds, settings.watch.max_wait_seconds, self._on_quiet)
         self.watcher = StoreWatcher(self.store, self.debouncer, self._on_lock, self._on_rescan,
@@ -246,8 +246,7 @@ class Daemon:
         env.status.update(state="stopped", current=None, next_runs={}, pid=None)
         env.activity.write("stopped")
 
-    def _run_job(self, job: str, trigger: str) -> None:
-        run_job(self._env, job, trigger)
+    def _after_job(self) -> None:
         self._refresh_status()
         _give_back_memory()
 

@@ -38,8 +38,9 @@ def minutes_for(settings: ScheduleSettings, job: str) -> int:
 class Worker:
     """One thread; pending requests per job, merged; paused means nothing new starts."""
 
-    def __init__(self, run: Callable[[str, str], None]) -> None:
+    def __init__(self, run: Callable[[str, str], None], after: Callable[[], None] | None = None) -> None:
         self._run = run
+        self._after = after  # told once a job is over and the worker is free again
         self._cond = threading.Condition()
         self._pending: dict[str, str] = {}
         self._running: tuple[str, str, float] | None = None
@@ -121,6 +122,11 @@ class Worker:
                     self._running = None
                     self.completed += 1
                     self._cond.notify_all()
+            if self._after is not None:
+                try:
+                    self._after()
+                except Exception:
+                    log.exception("worker.after_failed")
 
 
 class Schedule:
