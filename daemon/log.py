@@ -17,7 +17,6 @@ import logging
 import logging.handlers
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections import deque
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+
+from .store.fs import atomic_write
 
 # stdlib level -> sd-daemon priority prefix, so `journalctl -p warning` works under systemd.
 _JOURNAL_PRIORITY = {"critical": 2, "error": 3, "warning": 4, "info": 6, "debug": 7}
@@ -202,22 +203,8 @@ def follow_lines(path: Path, poll: float = 0.5, stop: threading.Event | None = N
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Replace ``path`` with ``payload`` so readers see the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, 0o600)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, data.encode("utf-8"), mode=0o600)
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from xml.sax.saxutils import escape
 
 from ..errors import DistilldError
+from ..store.fs import atomic_write
 
 Manager = Literal["systemd", "launchd"]
 UNIT_NAME = "distilld.service"
@@ -212,21 +213,7 @@ def launchd_reachable() -> bool:
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, text.encode("utf-8"), mode=0o644)
 
 
 def install(manager: Manager, args: list[str], start: bool = False) -> ServiceReport:

@@ -33,8 +33,9 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically and durably.
+def atomic_write(path: Path, data: bytes, durable: bool = True, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (with permission bits ``mode``
+    when given: the status file and service units are written this way too).
 
     ``durable=False`` leaves the flush to a later ``sync_barrier``: for a plan whose journal
     already holds these exact bytes, so a write lost to a power cut is simply done again.
@@ -48,6 +49,8 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
         os.replace(temporary, path)
     finally:
         if temporary.exists():

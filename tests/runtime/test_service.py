@@ -72,12 +72,12 @@ def test_systemd_analyze_verify_is_clean(tmp_path: Path, store: str | None) -> N
 
 
 def test_plist_round_trips_with_required_keys_and_types(home: Path) -> None:
-    data = render_launchd(run_arguments(Path("/Users/rowan/notes & more"))).encode()
+    data = render_launchd(run_arguments(Path("/opt/stores/notes & more"))).encode()
     agent = plistlib.loads(data)
     assert plistlib.loads(plistlib.dumps(agent)) == agent
     assert set(agent) == set(PLIST_SCHEMA)
     assert agent["ProgramArguments"] == [os.path.abspath(sys.executable), "-m", "distilld", "run", "--store",
-                                         "/Users/rowan/notes & more"]
+                                         "/opt/stores/notes & more"]
     assert agent["RunAtLoad"] is True and agent["KeepAlive"] == {"SuccessfulExit": False}
     assert isinstance(agent["ThrottleInterval"], int)
     assert agent["StandardErrorPath"] == str(home / "Library/Logs/distilld/stderr.log")
