@@ -366,7 +366,17 @@ def _report_gc(env: JobEnv, report: GcReport) -> list[str]:
     return moved
 
 
+def _no_store(env: JobEnv) -> PassResult | None:
+    """A store that does not exist yet is waited for, not failed on (a fresh install runs first)."""
+    if env.store.is_dir():
+        return None
+    return PassResult(True, f"waiting: no store at {env.store} (`distilld init` creates one)")
+
+
 def compaction(env: JobEnv, trigger: str) -> PassResult:
+    waiting = _no_store(env)
+    if waiting is not None:
+        return waiting
     if not env.compactor.available:
         return PassResult(True, "compaction is not part of this build")
     with env.exclusive("compaction"), env.git.operation("compaction") as operation:
@@ -379,6 +389,9 @@ def compaction(env: JobEnv, trigger: str) -> PassResult:
 
 
 def sync(env: JobEnv, trigger: str) -> PassResult:
+    waiting = _no_store(env)
+    if waiting is not None:
+        return waiting
     if not env.git.available:
         return PassResult(True, env.git.missing)
     with env.exclusive("sync"):  # never pull into a store a distiller is writing

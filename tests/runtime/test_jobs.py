@@ -123,6 +123,15 @@ def test_a_missing_store_is_waited_for(env: JobEnv, tmp_path: Path) -> None:
     assert env.status.get("waiting")["for"] == "store"
 
 
+@pytest.mark.parametrize("job", ["sync", "compaction", "lifecycle", "reconcile"])
+def test_every_job_waits_for_a_store_that_does_not_exist_yet(env: JobEnv, tmp_path: Path, job: str) -> None:
+    env.store = tmp_path / "not-yet"  # a fresh install: `distilld run` before the first distillation
+    result = run_job(env, job, "schedule")
+    assert result.ok, result.summary
+    assert "waiting: no store" in result.summary or "disabled" in result.summary
+    assert not env.store.exists()  # nothing was created on the way
+
+
 def test_without_a_repository_commits_say_why(env: JobEnv) -> None:
     if not env.git.available:
         pytest.skip("this build has no git layer")
