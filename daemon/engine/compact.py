@@ -19,7 +19,9 @@ from ..store.catalog import render_catalog
 from ..store.findings import Finding
 from ..store.local import pending_migrations
 from ..store.paths import CATALOG, Layout
-from ..store.snapshot import Snapshot, take_snapshot
+from ..store.invariants import check_c2
+from ..store.lossless import check_c4
+from ..store.snapshot import Snapshot, snapshot_from_files, take_snapshot
 from ..store.text import encode
 from .compact_plan import CompactPlan
 from .context import PassContext
@@ -139,11 +141,30 @@ def _carry_out(ctx: PassContext, journal: CompactJournal, outcome: CompactOutcom
     ctx.heartbeat()
 
 
+def refuse_unless_lossless(ctx: PassContext, plan: CompactPlan, before: Snapshot) -> None:
+    """Check the store the plan would leave before writing any of it: a plan that would add a
+    C2 failure (a pointer lost, say) or lose anything (C4) is refused, and nothing is written."""
+    ghost = ctx.root / ".distilld-prediction-never-on-disk"  # existence checks must see only `files`
+    files = dict(plan.files)
+    files[CATALOG] = encode(render_catalog(snapshot_from_files(ghost, files), ctx.now()))
+    after = snapshot_from_files(ghost, files)
+    known = {(f.code, f.message) for f in check_c2(before) if f.severity == "fail"}
+    new = [f for f in check_c2(after) + check_c4(before, after)
+           if f.severity == "fail" and (f.code, f.message) not in known]
+    if new:
+        shown = "; ".join(f"[{f.group}] {f.message}" for f in new[:5])
+        more = f" (and {len(new) - 5} more)" if len(new) > 5 else ""
+        raise CompactRefused(f"the compacted store would fail its self-check: {shown}{more}. Nothing was "
+                             "changed; reword or merge that entry by hand, or report the case")
+
+
 def apply_compaction(ctx: PassContext, plan: CompactPlan, before: Snapshot) -> CompactOutcome:
-    """Carry out a plan made from ``before`` (taken under the same lock)."""
+    """Carry out a plan made from ``before`` (taken under the same lock), once the store it would
+    leave has been checked."""
     outcome = CompactOutcome()
     if not plan.steps:
         return outcome
+    refuse_unless_lossless(ctx, plan, before)
     journal = _new_journal(ctx, plan.steps)
     journal.create()
     crashpoint("journal-written")
