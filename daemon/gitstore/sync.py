@@ -92,7 +92,8 @@ def push(store: StoreRepo, credentials: Credentials | None = None) -> None:
         remote.push([spec], callbacks=callbacks)
     except (pygit2.GitError, OSError) as error:
         text = str(error)
-        if "not present locally" in text or "fast-forward" in text or "fetch first" in text:
+        rejected = ("not present locally", "fast-forward", "fastforward", "fetch first")
+        if any(words in text for words in rejected):
             raise PushRejected(f"push to {remote.url} rejected: {text}") from None
         raise RemoteError(f"push to {remote.url} failed: {text}") from None
     if callbacks.rejected:
@@ -172,6 +173,13 @@ def _changes(old: pygit2.Tree | None, new: pygit2.Tree) -> Flat:
 def _first_checkout_strategy(store: StoreRepo, incoming: Flat) -> CheckoutStrategy:
     """A machine joining may already hold a copy of the store. Files byte-identical to the
     remote's may be overwritten (nothing changes); any that differ stop the checkout, named."""
+    # FORCE would also drop whatever the user staged that the remote does not have: with
+    # anything in the index of an unborn branch, stop and say so instead.
+    staged = [entry.path for entry in store.repo.index]
+    if staged:
+        shown = ", ".join(staged[:10]) + (f" and {len(staged) - 10} more" if len(staged) > 10 else "")
+        raise Blocked(f"files are staged in this repository before its first commit ({shown}); commit or "
+                      "unstage them (`git reset`), then try again")
     present = [p for p in sorted(incoming) if os.path.lexists(store.root / p)]
     differing = []
     for path in present:

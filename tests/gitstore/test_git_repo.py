@@ -133,6 +133,23 @@ def test_a_machine_holding_a_copy_of_the_store_joins(tmp_path: Path) -> None:
     assert pygit2.Repository(str(edited)).head_is_unborn
 
 
+def test_joining_never_drops_what_the_user_staged_before_a_first_commit(tmp_path: Path, git: GitCli) -> None:
+    origin = tmp_path / "origin.git"
+    pygit2.init_repository(str(origin), bare=True, initial_head="main")
+    first = tmp_path / "first"
+    healthy_store(first)
+    init(first, remote_url=str(origin))
+    assert run_sync(first, load_policy(), lambda: FIXED_NOW).pushed
+    copy = tmp_path / "copy"
+    healthy_store(copy).write("craft/mine.md", "# Mine\n\n- a note of my own, staged but not committed\n")
+    git(copy, "init", "-q", "-b", "main")
+    git(copy, "add", "-A")
+    with pytest.raises(GitStoreError, match=r"staged in this repository before its first commit"):
+        init(copy, remote_url=str(origin))
+    assert (copy / "craft/mine.md").read_bytes() == b"# Mine\n\n- a note of my own, staged but not committed\n"
+    assert "craft/mine.md" in [entry.path for entry in pygit2.Repository(str(copy)).index]
+
+
 def test_an_operation_on_a_store_without_git_still_runs(tmp_path: Path) -> None:
     machine = Machine("plain", tmp_path / "plain", Origin(tmp_path / "none.git"))
     lifecycle_store(machine.root)
