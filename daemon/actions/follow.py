@@ -57,10 +57,11 @@ def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
             try:
                 report.catalog_written = write_catalog(snapshot.root, clock()).written
             finally:
-                try:
-                    lock.release()
-                except LockLost:
-                    pass  # taken over meanwhile; the write above was already complete
+                if acquired.kind is not AcquireKind.ALREADY_HELD:  # else the caller holds it
+                    try:
+                        lock.release()
+                    except LockLost:
+                        pass  # taken over meanwhile; the write above was already complete
             snapshot = take_snapshot(snapshot.root)
     report.failures = [f for f in check_store(snapshot, policy.caps) if f.severity == "fail"]
     report.budget = measure_budget(snapshot, limits_from(policy), clock().date())

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..engine.context import PassContext
-from ..engine.lock import StoreLock, default_owner
+from ..engine.lock import AcquireKind, StoreLock, default_owner
 from ..errors import LockHeld, LockLost
 from ..policy import Policy
 
@@ -20,7 +20,7 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
     root = store.expanduser().resolve()
     lock = StoreLock.from_policy(root, owner or default_owner(), policy.lock)
     try:
-        lock.acquire(wait)
+        taken = lock.acquire(wait)
     except LockHeld as held:
         who = f"{held.owner} for {held.age} s" if held.owner else "contended"
         raise LockHeld(f"{root}/.lock is held ({who}): a distillation is running; nothing was changed. "
@@ -30,7 +30,10 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
         context.take_baseline()
         yield context
     finally:
-        try:
-            lock.release()
-        except LockLost:
-            pass  # taken over as stale meanwhile: the pass already stopped at its heartbeat
+        # Already held by this owner means an outer pass (the daemon's) holds it: that pass
+        # releases it, not this nested one.
+        if taken.kind is not AcquireKind.ALREADY_HELD:
+            try:
+                lock.release()
+            except LockLost:
+                pass  # taken over as stale meanwhile: the pass already stopped at its heartbeat

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.lock import StoreLock, default_owner
+from ..engine.lock import AcquireKind, StoreLock, default_owner
 from ..errors import LockHeld, LockLost
 from ..gitstore.auth import Credentials, apply_timeouts
 from ..gitstore.commit import (
@@ -46,7 +46,7 @@ def lock_holder(root: Path, policy: Policy, owner: str | None = None) -> Callabl
     def hold() -> Iterator[object]:
         lock = StoreLock.from_policy(root, owner or default_owner(), policy.lock)
         try:
-            lock.acquire(0)
+            taken = lock.acquire(0)
         except LockHeld as held:
             who = f"by {held.owner} for {held.age} s" if held.owner else "contended"
             raise GitBusy(f"{root}/.lock is held ({who}): a distillation is running; its changes are "
@@ -54,10 +54,11 @@ def lock_holder(root: Path, policy: Policy, owner: str | None = None) -> Callabl
         try:
             yield lock
         finally:
-            try:
-                lock.release()
-            except LockLost:
-                pass
+            if taken.kind is not AcquireKind.ALREADY_HELD:  # else an outer pass holds it and releases it
+                try:
+                    lock.release()
+                except LockLost:
+                    pass
 
     return hold
 

@@ -224,6 +224,9 @@ def _io_error(path: Path, doing: str, error: OSError) -> LockIOError:
     )
 
 
+_EPOCHS: dict[tuple[str, str], int | None] = {}
+
+
 class StoreLock:
     """One owner's handle on a store's `.lock`.
 
@@ -256,7 +259,18 @@ class StoreLock:
         self.poll_seconds = poll_seconds
         self.takeover_wait_seconds = takeover_wait_seconds
         self._clock = clock
-        self._epoch: int | None = None
+        self._key = (os.path.realpath(self.root), self.owner)
+
+    # One owner, one lock: the epoch this process last wrote is shared by every StoreLock of the
+    # same store and owner, so a pass nested in another (the daemon's job around an action) and
+    # the outer holder agree on it, and the outer one can still heartbeat and release.
+    @property
+    def _epoch(self) -> int | None:
+        return _EPOCHS.get(self._key)
+
+    @_epoch.setter
+    def _epoch(self, value: int | None) -> None:
+        _EPOCHS[self._key] = value
 
     @classmethod
     def from_policy(

@@ -728,3 +728,22 @@ def test_a_killed_mutex_holder_does_not_block_the_next_caller(store: Path) -> No
     assert result.kind is AcquireKind.TOOK_OVER and result.previous_owner == "alpha"
     assert 0.4 <= elapsed < 3  # it waited for the holder, and no longer than the kill took
     assert (store / ".lock.takeover").exists()
+
+
+def test_a_nested_holder_of_the_same_owner_leaves_the_lock_to_the_outer_one(tmp_path: Path) -> None:
+    """The daemon holds the lock around an action that takes it again under the same owner: the
+    action must neither free the lock early nor leave the outer holder unable to release it."""
+    from datetime import datetime, timezone
+
+    from distilld.actions.passes import locked_pass
+    from distilld.policy import load_policy
+
+    ticks = iter(range(1_800_000_000, 1_800_000_100, 7))
+    outer = StoreLock(tmp_path, "distilld.host.1", clock=lambda: float(next(ticks)))
+    outer.acquire()
+    with locked_pass(tmp_path, load_policy(), lambda: datetime.now(timezone.utc), owner="distilld.host.1") as ctx:
+        ctx.heartbeat()
+    assert lock_status(tmp_path).kind is LockStateKind.HELD  # still held: the outer pass owns it
+    outer.heartbeat()
+    outer.release()
+    assert lock_status(tmp_path).kind is LockStateKind.FREE
