@@ -225,6 +225,7 @@ class StatusFile:
         self._lock = threading.Lock()
         self._written: str | None = None
         self._written_at = 0.0
+        self.write_error: str | None = None  # why the last write failed, while it keeps failing
 
     def update(self, flush: bool = True, **parts: Any) -> None:
         with self._lock:
@@ -259,5 +260,12 @@ class StatusFile:
                 return
             payload = dict(self._data)
             payload["updated_at"] = utc_stamp()
-            write_json_atomic(self.path, payload)
+            try:
+                write_json_atomic(self.path, payload)
+            except OSError as error:
+                # A full disk must not stop the daemon (and restart-loop it under systemd): the
+                # state stays in memory and the next flush tries again.
+                self.write_error = f"{self.path}: {error.strerror or error}"
+                return
+            self.write_error = None
             self._written, self._written_at = body, now

@@ -144,3 +144,17 @@ def test_status_text_says_waiting_for_whom() -> None:
     assert "waiting: lock held by alpha for 40 s" in text
     assert "84/80 lines (4 OVER)" in text
     assert "running (pid 123)" in text
+
+
+def test_a_status_file_that_cannot_be_written_does_not_stop_the_daemon(tmp_path: Path) -> None:
+    from distilld.log import StatusFile
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the status folder should be\n")
+    status = StatusFile(blocker / "status.json", {"state": "starting"})
+    status.update(state="running")  # must not raise: a full or broken disk is reported, not fatal
+    assert status.write_error is not None and "not-a-dir" in status.write_error
+    blocker.unlink()
+    blocker.mkdir()
+    status.update(state="idle")
+    assert status.write_error is None and (blocker / "status.json").exists()
