@@ -77,12 +77,8 @@ def _outcome_dict(outcome: CompactOutcome | None) -> dict[str, Any] | None:
     }
 
 
-def _files(snapshot: Snapshot) -> dict[str, bytes]:
-    return {path: snapshot.contents[path] for path in snapshot.contents if path in snapshot.files}
-
-
 def plan_for(snapshot: Snapshot, policy: Policy, now: datetime) -> CompactPlan:
-    return plan_compaction(_files(snapshot), CompactLimits.from_policy(policy), now.date().isoformat())
+    return plan_compaction(snapshot.file_contents(), CompactLimits.from_policy(policy), now.date().isoformat())
 
 
 def preview_compact(store: Path, policy: Policy, now: datetime) -> CompactReport:

@@ -17,10 +17,10 @@ from ..errors import DistilldError
 from ..store import fs
 from ..store.catalog import render_catalog
 from ..store.findings import Finding
-from ..store.local import pending_migrations
-from ..store.paths import CATALOG, Layout
 from ..store.invariants import check_c2
+from ..store.local import pending_migrations
 from ..store.lossless import check_c4
+from ..store.paths import CATALOG, Layout
 from ..store.snapshot import Snapshot, snapshot_from_files, take_snapshot
 from ..store.text import encode
 from .compact_plan import CompactPlan

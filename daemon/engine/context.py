@@ -15,7 +15,6 @@ from ..store.snapshot import Snapshot, take_snapshot
 from ..store.stamps import format_utc
 from .lock import StoreLock
 
-
 # Budget breaches a pass may find and leave: gc and restore do not compact, so a store that was
 # over a cap before the pass is not failed by it, as long as the pass made no breach of its own.
 BUDGET_CODES = frozenset({"spine-lines", "spine-bytes", "entry-bytes", "file-lines", "file-bytes"})

@@ -25,7 +25,7 @@ from ..store.invariants import check_store
 from ..store.ledger import LEDGER_HEADER, archive_event
 from ..store.lossless import check_c4
 from ..store.paths import CATALOG, LEGACY_PREFIX, SPINE, Layout, contained, is_legacy
-from ..store.snapshot import Snapshot
+from ..store.snapshot import Snapshot, snapshot_from_files
 from ..store.spine import Spine, SpineEditor, add_entry, find_entry
 from ..store.stamps import format_utc
 from ..store.text import clip, encode, sha256_hex, split_lines
@@ -74,20 +74,6 @@ class MigrationPlan:
     @property
     def refused(self) -> bool:
         return bool(self.refusal)
-
-
-def memory_snapshot(root: Path, files: dict[str, bytes]) -> Snapshot:
-    """A snapshot of files held in memory, as take_snapshot would read them. ``root`` must not
-    exist: an existence check never finds anything there that ``files`` does not hold."""
-    snapshot = Snapshot(root=root)
-    for path, raw in files.items():
-        snapshot.files.add(path)
-        snapshot.contents[path] = raw
-    return snapshot
-
-
-def store_files(snapshot: Snapshot) -> dict[str, bytes]:
-    return {path: snapshot.contents[path] for path in snapshot.contents if path in snapshot.files}
 
 
 def pending_adoptions(snapshot: Snapshot) -> list[tuple[str, str]]:
@@ -157,7 +143,7 @@ def plan_migration(snapshot: Snapshot, policy: Policy, now: datetime, lifecycle_
     limits = CompactLimits.from_policy(policy)
     plan = MigrationPlan(ts=compact_utc(now), now=format_utc(now), today=now.date().isoformat(),
                          kind=KIND_FIRST, lifecycle_enabled=lifecycle_enabled)
-    files = store_files(snapshot)
+    files = snapshot.file_contents()
     plan.budget_before = _budget(files, limits)
     unsafe = [p for p in (snapshot.spine.pointer_list if snapshot.spine else []) if not contained(p, "spine")]
     if unsafe:
@@ -242,7 +228,7 @@ def _plan_spine(files: dict[str, bytes], steps: list[Step], plan: MigrationPlan,
 
 def _plan_lifecycle(root: Path, files: dict[str, bytes], plan: MigrationPlan, policy: Policy,
                     now: datetime) -> None:
-    snapshot = memory_snapshot(root, files)
+    snapshot = snapshot_from_files(root, files)
     gc = plan_gc(snapshot, now.date(), plan.now, policy.lifecycle.staleness_threshold_days,
                  policy.lifecycle.candidate_dirs)
     if not plan.lifecycle_enabled:
@@ -272,10 +258,10 @@ def _predict(root: Path, original: Snapshot, files: dict[str, bytes], plan: Migr
             text += archive_event(plan.now, move.source, move.sha256, move.sha256_norm, move.reason,
                                   move.spine_entry) + "\n"
         files["archive/LEDGER.md"] = encode(text)
-    files[CATALOG] = encode(render_catalog(memory_snapshot(root, files), now))
+    files[CATALOG] = encode(render_catalog(snapshot_from_files(root, files), now))
     plan.predicted = files
     plan.budget_after = _budget(files, CompactLimits.from_policy(policy))
-    after = memory_snapshot(root, files)
+    after = snapshot_from_files(root, files)
     found: list[Finding] = check_store(after, policy.caps) + check_c4(original, after)
     failing = [f for f in found if f.severity == "fail"]
     if failing and not plan.refusal:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from ..errors import DistilldError
@@ -36,6 +36,7 @@ from .context import PassContext
 from .crash import crashpoint
 from .gc import append_ledger, take_ledger
 from .journal import unique_journal_path
+
 
 class RestoreRefused(DistilldError):
     """The restore cannot be done; nothing was changed."""

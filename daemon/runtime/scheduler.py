@@ -38,7 +38,7 @@ def minutes_for(settings: ScheduleSettings, job: str) -> int:
 class Worker:
     """One thread; pending requests per job, merged; paused means nothing new starts."""
 
-    def __init__(self, run: Callable[[str, str], None], after: Callable[[], None] | None = None) -> None:
+    def __init__(self, run: Callable[[str, str], object], after: Callable[[], None] | None = None) -> None:
         self._run = run
         self._after = after  # told once a job is over and the worker is free again
         self._cond = threading.Condition()

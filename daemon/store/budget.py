@@ -14,6 +14,7 @@ from .paths import SPINE
 from .snapshot import Snapshot
 from .text import clip, decode
 
+
 @dataclass(frozen=True)
 class BudgetLimits:
     spine_max_lines: int = 80

@@ -111,6 +111,10 @@ class Snapshot:
         # `test -f` follows a link; report the link, but let existence checks agree with the checker.
         return {link for link in self.symlinks if (self.root / link).is_file()}
 
+    def file_contents(self) -> dict[str, bytes]:
+        """Every file the scan read, by path: what planners that work on bytes take in."""
+        return {path: raw for path, raw in self.contents.items() if path in self.files}
+
     def require_readable(self) -> None:
         """A writer that cannot read every file cannot know what it would change: refuse."""
         if self.read_errors:
