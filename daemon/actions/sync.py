@@ -147,8 +147,9 @@ def render_init_json(outcome: InitOutcome) -> str:
 
 def run_sync(store: Path, policy: Policy, clock: Callable[[], datetime], identity: Identity = DEFAULT_IDENTITY,
              credentials: Credentials | None = None, remote: str | None = None, scheduled: bool = False,
-             quiet_seconds: float = 0.0) -> SyncReport:
-    """One sync. A manual run (``scheduled=False``) ignores the backoff."""
+             quiet_seconds: float = 0.0, commit_agents: bool = True) -> SyncReport:
+    """One sync. A manual run (``scheduled=False``) ignores the backoff. ``commit_agents=False``
+    (the setting git.commit = false) syncs what is committed and leaves agents' edits alone."""
     repo_store = open_store(store)
     if remote is not None:
         if remote not in repo_store.repo.remotes.names():
@@ -156,7 +157,8 @@ def run_sync(store: Path, policy: Policy, clock: Callable[[], datetime], identit
                                 f"`git -C {repo_store.root} remote -v` lists them")
         repo_store.remote = remote
     return sync_store(repo_store, clock, identity, lock_holder(repo_store.root, policy), credentials,
-                      scheduled=scheduled, quiet_seconds=quiet_seconds, caps=policy.caps)
+                      scheduled=scheduled, quiet_seconds=quiet_seconds, caps=policy.caps,
+                      commit_agents=commit_agents)
 
 
 def render_sync_text(report: SyncReport) -> str:

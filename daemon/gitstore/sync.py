@@ -298,6 +298,7 @@ class _Run:
         self.store, self.clock, self.identity, self.hold_lock = store, clock, identity, hold_lock
         self.credentials, self.quiet_seconds, self.caps, self.wall = credentials, quiet_seconds, caps, wall
         self.token = token
+        self.commit_agents = True  # False: the user turned commits off; sync only what is committed
         self.report = SyncReport(str(store.root))
 
     def incoming(self) -> bool:
@@ -316,13 +317,14 @@ class _Run:
         try:
             with self.hold_lock():
                 now = self.clock()
-                captured = commit_agent_changes(self.store, self.identity.signature(now), new_pass_id(now),
-                                                self.wall(), self.quiet_seconds)
-                if captured.commit:
-                    report.commits.append(captured.commit)
-                report.notes += captured.notes + [f"{p}: not committed: {why}" for p, why in captured.skipped]
-                if captured.waiting:
-                    report.notes.append(captured.waiting)
+                if self.commit_agents:
+                    captured = commit_agent_changes(self.store, self.identity.signature(now), new_pass_id(now),
+                                                    self.wall(), self.quiet_seconds)
+                    if captured.commit:
+                        report.commits.append(captured.commit)
+                    report.notes += captured.notes + [f"{p}: not committed: {why}" for p, why in captured.skipped]
+                    if captured.waiting:
+                        report.notes.append(captured.waiting)
                 if not take_in:
                     return True
                 # Whatever stays uncommitted (a user's staged edit, say) is not expected to match.
@@ -409,8 +411,11 @@ class _Run:
 def sync_store(store: StoreRepo, clock: Callable[[], datetime], identity: Identity,
                hold_lock: Callable[[], AbstractContextManager[object]], credentials: Credentials | None = None,
                scheduled: bool = False, quiet_seconds: float = 0.0, caps: Caps = DEFAULT_CAPS,
-               wall: Callable[[], float] = time.time, token: Callable[[], str] | None = None) -> SyncReport:
+               wall: Callable[[], float] = time.time, token: Callable[[], str] | None = None,
+               commit_agents: bool = True) -> SyncReport:
     """One sync: skipped while git is busy (or, when ``scheduled``, while backing off); a
     manual run ignores the backoff. ``hold_lock`` takes the store's .lock (raising GitBusy
     when a distiller holds it)."""
-    return _Run(store, clock, identity, hold_lock, credentials, quiet_seconds, caps, wall, token).run(scheduled)
+    run = _Run(store, clock, identity, hold_lock, credentials, quiet_seconds, caps, wall, token)
+    run.commit_agents = commit_agents
+    return run.run(scheduled)

@@ -161,7 +161,8 @@ class GitLink:
             return SyncResult(True, "no remote set; `distilld init --remote URL` adds one",
                               details={"remote": None})
         report = self._module.run_sync(self.root, self.policy, self.clock, self._identity(), self._credentials(),
-                                       remote=remote, scheduled=True, quiet_seconds=0.0)
+                                       remote=remote, scheduled=True, quiet_seconds=0.0,
+                                       commit_agents=self.settings.git.commit)
         return _sync_result(report, remote or store.remote)
 
     def state(self) -> dict[str, Any]:

@@ -155,3 +155,19 @@ def test_an_operation_on_a_store_without_git_still_runs(tmp_path: Path) -> None:
     lifecycle_store(machine.root)
     report, record = machine.gc()
     assert report.ok and report.outcome and report.outcome.moved and record.result is None
+
+
+def test_a_sync_with_commits_turned_off_leaves_the_agents_edits_uncommitted(tmp_path: Path) -> None:
+    origin = tmp_path / "origin.git"
+    pygit2.init_repository(str(origin), bare=True, initial_head="main")
+    store = tmp_path / "store"
+    healthy_store(store)
+    init(store, remote_url=str(origin))
+    head_before = str(pygit2.Repository(str(store)).head.target)
+    (store / "craft/testing.md").write_bytes((store / "craft/testing.md").read_bytes() + b"- an agent's new line\n")
+    report = run_sync(store, load_policy(), lambda: FIXED_NOW, commit_agents=False)
+    assert report.pushed and not report.commits  # what was committed went out; the edit did not
+    repo = pygit2.Repository(str(store))
+    assert str(repo.head.target) == head_before
+    assert "craft/testing.md" in repo.status()
+    assert str(pygit2.Repository(str(origin)).head.target) == head_before
