@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from ..store.hooks import LINK_RE
 from ..store.spine import hook_of_entry
 from ..store.text import byte_len, rtrim
 from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep, rewrite
@@ -133,6 +134,8 @@ class SpineCompactor:
             host = self.model.entry_of(parent)
             if host is None or host is entry or host.is_catalog:
                 continue
+            if LINK_RE.search(entry.hook):
+                continue  # its hook links another file: that link must stay in the SPINE
             if not self._over_lines():
                 return
             self.model.add_pointers(host, list(entry.group), parent)

@@ -215,11 +215,14 @@ def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = ()) -> str:
     read = " ".join(read_atoms)
     selection = _Selection(body, " ".join([*extras, read]).strip())
     if selection.total() > limit:
-        # The must-stay words and the read clause do not fit together: cut the clause by words.
-        selection.tail = " ".join(extras)
+        # The must-stay words and the read clause do not fit together: cut the clause by words,
+        # but never its links (a link may be another file's only SPINE pointer).
+        links = [a for a in read_atoms if LINK_RE.search(a)]
+        words = " ".join(a for a in read_atoms if not LINK_RE.search(a))
+        selection.tail = " ".join([*extras, *links])
         room = limit - selection.total() - (1 if selection.total() else 0)
-        cut = _cut_words(read, room) if read else ""
-        selection.tail = " ".join(p for p in (selection.tail, cut) if p)
+        cut = _cut_words(words, room) if words else ""
+        selection.tail = " ".join(p for p in (" ".join(extras), cut, " ".join(links)) if p)
         _drop_markers_until_within(selection, limit)
         return selection.text()
     # The lead clause names the subject: it comes first, unless it would take more than half the
