@@ -32,6 +32,8 @@ class SpinePolicy(_Strict):
     compact_at_lines: PositiveInt = 60
     compact_at_bytes: PositiveInt = 12000
     entry_target_bytes: PositiveInt = 200
+    migrate_max_lines: PositiveInt = 75  # a migration aims at or under these (and the caps): room to grow
+    migrate_max_bytes: PositiveInt = 15000
 
     @model_validator(mode="after")
     def _targets_within_caps(self) -> "SpinePolicy":

@@ -11,12 +11,12 @@ Nothing is archived to make room.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..policy import Policy
 from ..store.paths import SPINE, TIERS, contained, is_nested_archive
 from ..store.spine import Pointer, Spine
-from ..store.split import split_knowledge_file
+from ..store.split import Limit, split_knowledge_file
 from ..store.text import byte_len, sha256_hex
 from ..store.tierfile import KnowledgeFile, append_index_details
 from .spine_compact import HOOK_FLOORS, SpineCompactor, SpineLimits, SpineResult
@@ -33,18 +33,27 @@ class CompactLimits:
     spine: SpineLimits = field(default_factory=SpineLimits)
     file_max_lines: int = 60
     file_max_bytes: int = 6000
+    file_target_lines: int = 45
+    file_target_bytes: int = 4500
+    pack_to_target: bool = True  # split pieces end at the compaction target (room to grow), else at the caps
 
     @classmethod
     def from_policy(cls, policy: Policy) -> CompactLimits:
-        s = policy.spine
+        s, t = policy.spine, policy.tier_file
         return cls(SpineLimits(s.entry_max_bytes, s.entry_target_bytes, s.compact_at_bytes, s.compact_at_lines,
                                s.max_bytes, s.max_lines),
-                   policy.tier_file.max_lines, policy.tier_file.max_bytes)
+                   t.max_lines, t.max_bytes, t.compact_at_lines, t.compact_at_bytes)
+
+    @property
+    def packing(self) -> Limit:
+        if self.pack_to_target:
+            return Limit(self.file_target_lines, self.file_target_bytes)
+        return Limit(self.file_max_lines, self.file_max_bytes)
 
 
 @dataclass
 class EntryChange:
-    kind: str  # "cut" or "merged"
+    kind: str  # "cut", "merged", or "joined" (its pointers' joiners became " + ")
     paths: list[str]
     before: str
     after: str  # the line it became ("" when it went into another entry's line)
@@ -56,6 +65,7 @@ class SplitRecord:
     path: str
     children: list[str]
     after_index_detail: bool = False
+    over_target: int = 0  # pieces that ended over the compaction target (within the caps)
 
 
 @dataclass
@@ -84,6 +94,10 @@ class CompactPlan:
     @property
     def children(self) -> int:
         return sum(len(s.children) for s in self.splits)
+
+    @property
+    def pieces_over_target(self) -> int:
+        return sum(s.over_target for s in self.splits)
 
 
 def is_tier_path(path: str) -> bool:
@@ -128,19 +142,19 @@ class _Tree:
 def _split(tree: _Tree, path: str, limits: CompactLimits, title: str, after_detail: bool,
            record: list[SplitRecord], unsplittable: list[str]) -> list[str]:
     outcome = split_knowledge_file(path, tree.files[path], limits.file_max_lines, limits.file_max_bytes,
-                                   tree.taken)
+                                   tree.taken, limits.packing)
     if outcome is None:
-        unsplittable.append(f"{path}: over its caps with no `## ` section to cut at (declare "
-                            "oversize: <reason> for the byte cap, or add section headings)")
         return []
     unsplittable += outcome.over_cap
+    if not outcome.children:
+        return []
     names = [name for name, _ in outcome.children]
     step = Step(f"{title} {path} into {', '.join(names)}")
     for name, data in outcome.children:  # children first: no line is ever only in flight
         tree.write(step, name, data)
     tree.write(step, path, outcome.parent)
     tree.steps.append(step)
-    record.append(SplitRecord(path, names, after_detail))
+    record.append(SplitRecord(path, names, after_detail, outcome.over_target))
     return names
 
 
@@ -235,7 +249,7 @@ def _details(model: SpineModel) -> list[tuple[str, str]]:
     """(target, whole hook) for every cut or merged entry, in SPINE order."""
     found: list[tuple[str, str]] = []
     for entry in model.entries:
-        if (entry.cut or entry.merged) and entry.detail_target and entry.original_hook:
+        if (entry.cut or entry.merged or entry.normalized) and entry.detail_target and entry.original_hook:
             found.append((entry.detail_target, entry.original_hook))
     return found
 
@@ -247,7 +261,18 @@ def plan_compaction(files: dict[str, bytes], limits: CompactLimits, today: str,
 
     ``catalog_line`` is added near the top of the SPINE (migration); ``unpointed`` lists split
     children the SPINE does not point at yet, by parent: they join their parent's line too.
+    Split pieces end at the compaction target, so that they have room to grow, unless the
+    pointers that costs would keep the SPINE over a hard cap: then they end at the caps.
     """
+    plan = _plan_once(files, limits, today, catalog_line, unpointed)
+    if not plan.breaches or not limits.pack_to_target or not plan.splits:
+        return plan
+    at_caps = _plan_once(files, replace(limits, pack_to_target=False), today, catalog_line, unpointed)
+    return at_caps if len(at_caps.breaches) < len(plan.breaches) else plan
+
+
+def _plan_once(files: dict[str, bytes], limits: CompactLimits, today: str, catalog_line: str | None,
+               unpointed: list[tuple[str, list[str]]] | None) -> CompactPlan:
     spine_raw = files.get(SPINE, b"")
     plan = CompactPlan()
     base = _Tree(files)
@@ -314,10 +339,10 @@ def plan_compaction(files: dict[str, bytes], limits: CompactLimits, today: str,
     if not settled:
         plan.breaches.append(f"the splits Index detail causes did not settle in {ROUNDS} rounds")
     for entry in model.entries:
-        if entry.is_new or not (entry.cut or entry.merged) or not entry.detail_target:
+        if entry.is_new or not (entry.cut or entry.merged or entry.normalized) or not entry.detail_target:
             continue
         after = "" if entry.removed else entry.current()
-        kind = "merged" if entry.merged else "cut"
+        kind = "merged" if entry.merged else "cut" if entry.cut else "joined"
         plan.changes.append(EntryChange(kind, entry.paths, " ".join((entry.first_line, *entry.continuations)),
                                         after, entry.detail_target))
     for path in sorted(p for p in plan.files if is_tier_path(p)):

@@ -13,7 +13,7 @@ own self-check is refused before anything is written.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -60,6 +60,7 @@ class MigrationPlan:
     added_entries: list[str] = field(default_factory=list)  # entries for files the SPINE missed
     compact: CompactPlan | None = None
     refusal: list[str] = field(default_factory=list)
+    headroom_missed: list[str] = field(default_factory=list)  # why the SPINE ends above migrate_max_*
     suggestions: list[str] = field(default_factory=list)
     budget_before: dict[str, int] = field(default_factory=dict)
     budget_after: dict[str, int] = field(default_factory=dict)
@@ -170,7 +171,7 @@ def plan_migration(snapshot: Snapshot, policy: Policy, now: datetime, lifecycle_
         plan.moved.append((source, target))
     if plan.kind == KIND_FIRST:
         _plan_evidence(files, steps, plan)
-        _plan_spine(files, steps, plan, limits)
+        _plan_spine(files, steps, plan, limits, (policy.spine.migrate_max_lines, policy.spine.migrate_max_bytes))
     plan.steps = steps
     virtual = snapshot.root / "data" / "migration" / ".in-memory"  # never created: nothing is read there
     if plan.kind == KIND_FIRST:
@@ -200,12 +201,23 @@ def _plan_evidence(files: dict[str, bytes], steps: list[Step], plan: MigrationPl
         plan.evidence.append((path, len(move.lines)))
 
 
-def _plan_spine(files: dict[str, bytes], steps: list[Step], plan: MigrationPlan, limits: CompactLimits) -> None:
+def _plan_spine(files: dict[str, bytes], steps: list[Step], plan: MigrationPlan, limits: CompactLimits,
+                headroom: tuple[int, int]) -> None:
     spine_raw, plan.added_entries = _orphan_entries(files)
     catalog_line = None if Spine(spine_raw).has_catalog_line else CATALOG_LINE
     edited = dict(files)
     edited[SPINE] = spine_raw
-    compact = plan_compaction(edited, limits, plan.today, catalog_line, _unpointed_children(files, spine_raw))
+    unpointed = _unpointed_children(files, spine_raw)
+    # A migration should leave room for the next sessions' learning: it aims under the caps.
+    roomy = replace(limits, spine=replace(limits.spine, max_lines=min(headroom[0], limits.spine.max_lines),
+                                          max_bytes=min(headroom[1], limits.spine.max_bytes)))
+    compact = plan_compaction(edited, roomy, plan.today, catalog_line, unpointed)
+    if compact.breaches:
+        within_caps = plan_compaction(edited, limits, plan.today, catalog_line, unpointed)
+        if not within_caps.breaches:
+            plan.headroom_missed = [b.replace("would have", "has").replace("would be", "is")
+                                    for b in compact.breaches if b.startswith("SPINE.md")]
+        compact = within_caps  # refused, if at all, for the caps themselves
     plan.compact = compact
     # The SPINE's own edits (orphans, catalog line) are part of the compaction's SPINE write.
     original_sha = sha256_hex(files[SPINE])

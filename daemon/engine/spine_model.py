@@ -10,12 +10,15 @@ from dataclasses import dataclass, field
 
 from ..store.hooks import short_entry, short_hook
 from ..store.spine import (
+    DOUBLE_DASH_RE,
     EM_DASH,
+    EM_DASH_RE,
     LEADING_GROUP_RE,
     Pointer,
     Spine,
     hook_of_entry,
     is_continuation,
+    joined_group,
 )
 from ..store.text import (
     byte_len,
@@ -52,6 +55,7 @@ class Entry:
     limit: int | None = None  # the length it was shortened to
     original_hook: str = ""  # the hook as read: what Index detail receives
     detail_target: str | None = None  # where its whole hook goes when it is cut or merged
+    normalized: str | None = None  # the line with its pointers joined by " + " (read with ", " or " / ")
 
     def __post_init__(self) -> None:
         self.original_hook = self.original_hook or self.hook
@@ -64,6 +68,8 @@ class Entry:
         """The joined entry as the plan leaves it."""
         if self.text is not None:
             return self.text
+        if self.normalized is not None:
+            return self.normalized
         first = self.first_line
         if self.group_changed:
             first = "- " + format_group(self.group) + LEADING_GROUP_RE.sub("", self.first_line, count=1)
@@ -83,8 +89,9 @@ class Entry:
     def render(self, ending: str) -> list[str]:
         if self.removed:
             return []
-        if self.text is not None:
-            return [replace_line_body(self.raw_lines[-1], self.text) if self.raw_lines else self.text + ending]
+        text = self.text if self.text is not None else self.normalized
+        if text is not None:
+            return [replace_line_body(self.raw_lines[-1], text) if self.raw_lines else text + ending]
         if self.group_changed:
             first = "- " + format_group(self.group) + LEADING_GROUP_RE.sub("", self.first_line, count=1)
             return [replace_line_body(self.raw_lines[0], first), *self.raw_lines[1:]]
@@ -129,6 +136,7 @@ class SpineModel:
                 first_line=parsed.first_line, raw_lines=raw_lines[index:index + parsed.line_count],
                 continuations=parsed.continuations, section=section, is_catalog=parsed.is_catalog_line,
             )
+            _normalize_joiners(entry)
             self.entries.append(entry)
             self.rows.append(Row("", entry))
             index += parsed.line_count
@@ -236,6 +244,20 @@ class SpineModel:
                     following.raw.rstrip("\r\n")):
                 found.append(row)
         return found
+
+
+def _normalize_joiners(entry: Entry) -> None:
+    """Pointers joined by ", ", " / ", " and " or "; " become one " + " group (the only joiner
+    the checker reads), every word of the hook kept; the hook as the checker read it goes to
+    Index detail, as for a cut entry."""
+    found = joined_group(" ".join((entry.first_line, *entry.continuations)))
+    if found is None:
+        return
+    pointers, rest = found
+    hook = rtrim(DOUBLE_DASH_RE.sub("", EM_DASH_RE.sub("", rest, count=1), count=1))  # as hook_of_entry
+    entry.group = list(pointers)
+    entry.hook = hook
+    entry.normalized = rtrim(f"- {format_group(entry.group)} {EM_DASH} {hook}" if hook else f"- {format_group(entry.group)}")
 
 
 def _joined_safely(lines: list[str], ending: str) -> list[str]:

@@ -38,6 +38,12 @@ def check_c1(snapshot: Snapshot, caps: Caps = DEFAULT_CAPS) -> list[Finding]:
                               f"{clip(entry.joined, 60)}..."))
     if not spine.has_catalog_line:
         found.append(fail("C1", "no-catalog-line", SPINE, "SPINE has no catalog line"))
+    for entry in spine.entries:
+        if entry.foreign_joiners:
+            found.append(note("C1", "pointer-joiners", SPINE,
+                              f"SPINE.md line {entry.line_index + 1} joins its pointers with something other than "
+                              "' + ' (the format reads only ' + '; the rest counts as the hook): "
+                              f"{clip(entry.first_line, 70)}; `distilld compact` or `migrate` rewrites it"))
     return found
 
 

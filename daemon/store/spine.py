@@ -21,6 +21,8 @@ from .text import (
 ENTRY_START = "- ["
 POINTER_RE = re.compile(r"\]\(([^)]*\.md)\)")
 LEADING_GROUP_RE = re.compile(r"^- \[[^\]]*\]\([^)]*\)(?: *\+ *\[[^\]]*\]\([^)]*\))*")
+# Real SPINEs also join pointers with ", ", " / ", " and " or "; ": the checker reads only " + ".
+JOINED_GROUP_RE = re.compile(r"^- \[[^\]]*\]\([^)]*\)(?:(?: *\+ *|, |; | / | and | & )\[[^\]]*\]\([^)]*\))*")
 GROUP_LINK_RE = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
 CATALOG_LINE_RE = re.compile(r"^- \[[^\]]*\]\(CATALOG.md\)")  # '.' is any character, as in grep
 EM_DASH_RE = re.compile(r"^ *\u2014 *")
@@ -32,6 +34,19 @@ def hook_of_entry(entry: str) -> str:
     rest = LEADING_GROUP_RE.sub("", entry, count=1)
     rest = EM_DASH_RE.sub("", rest, count=1)
     return DOUBLE_DASH_RE.sub("", rest, count=1)
+
+
+def joined_group(line: str) -> tuple[tuple[Pointer, ...], str] | None:
+    """(every pointer, the rest of the line) when the line's leading pointers are joined by
+    something other than " + "; None when they are not (or there is one pointer)."""
+    match = JOINED_GROUP_RE.match(line)
+    if match is None:
+        return None
+    plain = LEADING_GROUP_RE.match(line)
+    if plain is not None and plain.end() == match.end():
+        return None
+    pointers = tuple(Pointer(t, p) for t, p in GROUP_LINK_RE.findall(match.group(0)))
+    return pointers, line[match.end():]
 
 
 def pointers_in_line(line: str) -> list[str]:
@@ -86,6 +101,11 @@ class SpineEntry:
     @property
     def hook(self) -> str:
         return rtrim(hook_of_entry(self.joined))
+
+    @cached_property
+    def foreign_joiners(self) -> bool:
+        """Are the leading pointers joined by something the checker does not read (", ", …)?"""
+        return joined_group(self.first_line) is not None
 
     @property
     def first_line_hook(self) -> str:

@@ -1,11 +1,22 @@
-"""Splitting an over-cap tier file at ``## `` section boundaries (STORE-FORMAT.md 1.5, 4.3). Pure.
+"""Splitting an over-cap tier file into a split family (STORE-FORMAT.md 1.5, 4.3). Pure.
 
-``craft/x.md`` keeps its frontmatter, its preamble and the first sections; the rest goes to
-``craft/x-2.md`` (then ``-3`` …, the next free numbers), each with ``split_from: craft/x.md``.
-Every piece but the last ends with ``Continued in `<next piece>`.``. A cut never falls inside a
-code fence or inside a marked heading section; a trailing evidence citation stays in the parent.
-Each piece is packed up to the caps; a section that alone is over a cap cannot be split and is
-reported (declare ``oversize: <reason>`` for the byte cap).
+``craft/x.md`` keeps its frontmatter and the first part; the rest goes to ``craft/x-2.md``
+(then ``-3`` …, the next free numbers), each with ``split_from: craft/x.md``. Every piece but
+the last ends with ``Continued in `<next piece>`.``; a trailing evidence citation stays in the
+parent, and an older ``Continued in`` line stays last in the chain.
+
+Where a cut may fall. Agents often write a whole topic as one long ``## Principles`` section,
+so cutting only at ``## `` headings is not enough: a cut may also fall between the blocks of a
+section (a bullet with its continuation lines, a paragraph, a table, a code fence, a ``###``
+subsection). It never falls inside a code fence, a marked heading's section or a bullet's
+continuation lines, and never right after a heading (a heading stays with its first block). A
+piece that starts inside a section opens with that section's heading plus ``(continued)``, so a
+reader of the child knows where it stands; those repeated headings are the only added lines.
+
+How the cuts are chosen: the fewest pieces that each fit the packing limit (the compaction
+target, so that every piece has room to grow; or the caps), and among those, cuts at section
+boundaries before cuts inside sections. A stretch between two possible cuts that alone is over
+the caps cannot be split: it is reported with its size and the room a child has.
 """
 
 from __future__ import annotations
@@ -13,48 +24,99 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import pairwise
 
 from .text import byte_len, decode, dominant_ending, encode, lines_with_endings, split_lines
 from .tierfile import HEADING_RE, MARKER_RE, KnowledgeFile, parse_frontmatter
 
 CITATION_RE = re.compile(r"^Evidence: .* in `evidence/[^`]*`")
+CONTINUED_LINE_RE = re.compile(r"^Continued in `[^`]+`")
 FENCE_RE = re.compile(r"^(```|~~~)")
+BULLET_RE = re.compile(r"^(?:[-*+]|[0-9]+[.)])(?: |$)")
 CONTINUED = "Continued in `{path}`."
+CONTINUED_MARK = " (continued)"
 NUMBERED_RE = re.compile(r"-([0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Limit:
+    lines: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A line where a piece may start, the headings that piece reopens, and how much a reader
+    pays for a cut there (0 at a section boundary)."""
+
+    index: int
+    reopen: tuple[str, ...] = ()
+    penalty: int = 0
 
 
 @dataclass
 class SplitOutcome:
     parent: bytes  # the parent's new bytes
     children: list[tuple[str, bytes]] = field(default_factory=list)  # new files, in order
-    over_cap: list[str] = field(default_factory=list)  # blocks that alone are over a cap
+    over_cap: list[str] = field(default_factory=list)  # stretches that alone are over a cap
+    over_target: int = 0  # pieces that end over the packing limit (but within the caps)
+
+
+def _reopened(heading: str) -> str:
+    heading = heading.rstrip(" \t")
+    return heading if heading.endswith(CONTINUED_MARK) else heading + CONTINUED_MARK
+
+
+def find_cuts(lines: list[str], body_start: int, end: int) -> list[Cut]:
+    """Every line in ``[body_start, end)`` where a piece may start (see the module docstring)."""
+    cuts: list[Cut] = []
+    stack: list[tuple[int, str]] = []  # open headings (level, text)
+    fenced = False
+    marked_level = 0
+    after_heading = False  # the previous non-blank line is a heading
+    previous_blank = True
+    previous_table = False
+    block_ended = False  # a fence just closed
+    for index in range(body_start, end):
+        line = lines[index]
+        if fenced:
+            if FENCE_RE.match(line):
+                fenced, block_ended = False, True
+            continue
+        heading = HEADING_RE.match(line)
+        if heading:
+            level = len(heading.group(1))
+            if marked_level and level <= marked_level:
+                marked_level = 0
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            if not marked_level and index > body_start:
+                reopen = tuple(text for lvl, text in stack if 2 <= lvl < level)
+                cuts.append(Cut(index, reopen, 0 if level <= 2 else 1 + len(reopen)))
+            stack.append((level, line))
+            if MARKER_RE.search(line) and not marked_level:
+                marked_level = level
+            after_heading, previous_blank, previous_table, block_ended = True, False, False, False
+            continue
+        if not line.strip():
+            previous_blank = True
+            continue
+        table = line.startswith("|")
+        starts_block = line[0] not in " \t" and (
+            previous_blank or block_ended or BULLET_RE.match(line) is not None
+            or table != previous_table or FENCE_RE.match(line) is not None)
+        if starts_block and not marked_level and not after_heading and index > body_start:
+            reopen = tuple(text for lvl, text in stack if lvl >= 2) or tuple(text for lvl, text in stack[:1])
+            cuts.append(Cut(index, reopen, 2 + len(reopen)))
+        if FENCE_RE.match(line):
+            fenced = True
+        after_heading, previous_blank, previous_table, block_ended = False, False, table, False
+    return cuts
 
 
 def cut_points(lines: list[str], body_start: int, end: int) -> list[int]:
-    """Where a cut may go: a ``## `` heading outside code fences and outside a marked ``# ``
-    section (a marked heading's section runs to the next heading of its level or higher)."""
-    points: list[int] = []
-    fenced = False
-    marked_level = 0
-    for index in range(body_start, end):
-        line = lines[index]
-        if FENCE_RE.match(line):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
-        heading = HEADING_RE.match(line)
-        if not heading:
-            continue
-        level = len(heading.group(1))
-        if marked_level and level <= marked_level:
-            marked_level = 0
-        if line.startswith("## ") and not marked_level and index > body_start:
-            points.append(index)
-        if MARKER_RE.search(line) and not marked_level:
-            marked_level = level
-    return points
+    """The section boundaries among the cuts: where the format itself cuts (``## `` headings)."""
+    return [c.index for c in find_cuts(lines, body_start, end)
+            if c.penalty == 0 and lines[c.index].startswith("## ")]
 
 
 def footer_start(lines: list[str], end: int) -> int:
@@ -87,17 +149,13 @@ def _child_header(file: KnowledgeFile, parent: str, ending: str) -> list[str]:
     scope = file.fm("scope") or (file.scope if file.scope != "(no scope)" else "")
     fields = []
     if scope:
-        fields.append(f"scope: {scope} (continued)")
+        fields.append(f"scope: {_reopened(scope)[:-len(CONTINUED_MARK)]}{CONTINUED_MARK}")
     fields.append(f"split_from: {parent}")
     if file.newest_stamp:
         fields.append(f"last_updated: {file.newest_stamp}")  # the family's activity, not newer
     if file.pinned:
         fields.append("lifecycle: pinned")
     return [f"{line}{ending}" for line in ("---", *fields, "---")]
-
-
-def _size(lines: list[str]) -> tuple[int, int]:
-    return len(lines), sum(byte_len(line) for line in lines)
 
 
 def _closed(lines: list[str], ending: str) -> list[str]:
@@ -115,58 +173,155 @@ def _with_continued(lines: list[str], next_path: str, ending: str) -> list[str]:
     return out
 
 
+class _Packer:
+    """The fewest pieces within a limit, by dynamic programming over the possible cuts."""
+
+    def __init__(self, raw_lines: list[str], starts: list[Cut], end: int, ending: str,
+                 header: list[str], footer: list[str], limit: Limit, caps: Limit) -> None:
+        self.starts = starts  # starts[0] is the parent's start (line 0)
+        self.end = end
+        self.ending = ending
+        self.limit, self.caps = limit, caps
+        self.offsets = [0]
+        for line in raw_lines[:end]:
+            self.offsets.append(self.offsets[-1] + byte_len(line))
+        self.header = (len(header), sum(byte_len(h) for h in header))
+        self.footer = (len(footer) + 1, sum(byte_len(f) for f in footer) + len(ending)) if footer else (0, 0)
+        self.continued = (2, byte_len(CONTINUED.format(path="x" * 120 + ".md")) + 2 * len(ending))
+
+    def size(self, first: int, last: int) -> tuple[int, int]:
+        """Lines and bytes of the piece from starts[first] to starts[last] (or the end)."""
+        begin = self.starts[first].index
+        stop = self.starts[last].index if last < len(self.starts) else self.end
+        lines, size = stop - begin, self.offsets[stop] - self.offsets[begin] + len(self.ending)
+        if first == 0:
+            lines, size = lines + self.footer[0], size + self.footer[1]
+        else:
+            reopen = self.starts[first].reopen
+            lines += self.header[0] + len(reopen)
+            size += self.header[1] + sum(byte_len(_reopened(h) + self.ending) for h in reopen)
+        if last < len(self.starts):
+            lines, size = lines + self.continued[0], size + self.continued[1]
+        return lines, size
+
+    def within(self, size: tuple[int, int], limit: Limit) -> bool:
+        return size[0] <= limit.lines and size[1] <= limit.bytes
+
+    def pack(self) -> tuple[list[int], list[int], int]:
+        """(the start of every piece as an index into ``starts``, the single stretches over the
+        caps, how many pieces end over the limit)."""
+        count = len(self.starts)
+        Score = tuple[int, int, int]
+        best: list[tuple[Score, int] | None] = [None] * (count + 1)
+        best[0] = ((0, 0, 0), -1)
+        for last in range(1, count + 1):
+            for first in range(last - 1, -1, -1):
+                known = best[first]
+                if known is None:
+                    continue
+                size = self.size(first, last)
+                alone = first == last - 1
+                if not self.within(size, self.limit) and not alone:
+                    content = self.starts[last - 1].index if last <= count else self.end
+                    if self.offsets[content] - self.offsets[self.starts[first].index] > self.caps.bytes:
+                        break  # earlier starts only make the piece longer
+                    continue
+                over = 0 if self.within(size, self.caps) else 1
+                score = (known[0][0] + over, known[0][1] + 1, known[0][2] + self.starts[first].penalty)
+                current = best[last]
+                if current is None or score < current[0]:
+                    best[last] = (score, first)
+        chosen: list[int] = []
+        at = count
+        while at > 0:
+            entry = best[at]
+            assert entry is not None
+            chosen.append(entry[1])
+            at = entry[1]
+        chosen.reverse()
+        ends = [*chosen[1:], count]
+        over_caps = [first for first, last in zip(chosen, ends)
+                     if not self.within(self.size(first, last), self.caps)]
+        over_limit = sum(1 for first, last in zip(chosen, ends)
+                         if not self.within(self.size(first, last), self.limit))
+        return chosen, over_caps, over_limit - len(over_caps)
+
+
+def _describe(lines: list[str], begin: int, stop: int) -> str:
+    first = next((lines[i] for i in range(begin, stop) if lines[i].strip() and not HEADING_RE.match(lines[i])), "")
+    opening = lines[begin]
+    if HEADING_RE.match(opening) and MARKER_RE.search(opening):
+        return f"the marked section '{opening.rstrip()}'"
+    if FENCE_RE.match(first):
+        return "a code fence"
+    if BULLET_RE.match(first):
+        return "a protected bullet" if MARKER_RE.search(first) else "one bullet with its continuation lines"
+    if first.startswith("|"):
+        return "a table"
+    return "a paragraph"
+
+
 def split_knowledge_file(path: str, raw: bytes, max_lines: int, max_bytes: int,
-                         taken: Callable[[str], bool]) -> SplitOutcome | None:
-    """Split ``path`` so every piece is within the caps where the sections allow; None when
-    the file is within its caps or has nowhere to cut."""
+                         taken: Callable[[str], bool], target: Limit | None = None) -> SplitOutcome | None:
+    """Split ``path`` into pieces within ``target`` (default: the caps) where its blocks allow;
+    None when the file is within its caps. A file with nowhere to cut gives no children and a
+    message in ``over_cap``."""
     file = KnowledgeFile(path, raw)
-    text = decode(raw)
     if file.line_count <= max_lines and file.size <= max_bytes:
         return None
+    caps = Limit(max_lines, max_bytes)
+    limit = target or caps
+    text = decode(raw)
     raw_lines = lines_with_endings(text)
     clean = split_lines(text)
     ending = dominant_ending(text)
     _, body_start = parse_frontmatter(clean)
     tail = footer_start(clean, len(clean))
-    points = cut_points(clean, body_start, tail)
-    if not points:
-        return None
-    bounds = [0, *points, tail]
-    blocks = [raw_lines[a:b] for a, b in pairwise(bounds)]
+    link = next((i for i in range(tail - 1, body_start - 1, -1) if CONTINUED_LINE_RE.match(clean[i])), tail)
+    # The parent keeps at least one block of its own, and an older Continued line stays last.
+    content = next((i for i in range(body_start, tail) if clean[i].strip() and not HEADING_RE.match(clean[i])), tail)
+    cuts = [c for c in find_cuts(clean, body_start, tail) if content < c.index < link]
     footer = raw_lines[tail:]
     while footer and not footer[0].strip():
         footer = footer[1:]  # one blank line will separate it from the Continued line
     header = _child_header(file, path, ending)
-    continued_cost = (2, byte_len(CONTINUED.format(path=path[:-3] + "-99.md")) + 2 * len(ending))
-    over: list[str] = []
-
-    def fits(lines: list[str], extra: tuple[int, int]) -> bool:
-        count, size = _size(lines)
-        return count + extra[0] <= max_lines and size + extra[1] <= max_bytes
-
-    pieces: list[list[str]] = []
-    current = list(blocks[0])
-    footer_cost = _size(footer)
-    first_extra = (continued_cost[0] + footer_cost[0], continued_cost[1] + footer_cost[1])
-    if not fits(current, first_extra):
-        over.append(f"{path}: the frontmatter and text before the first `## ` section are over the caps")
-    for block in blocks[1:]:
-        extra = first_extra if not pieces else continued_cost
-        if fits(current + block, extra):
-            current += block
+    starts = [Cut(0), *cuts]
+    packer = _Packer(raw_lines, starts, tail, ending, header, footer, limit, caps)
+    chosen, over_caps, over_target = packer.pack()
+    outcome = SplitOutcome(parent=b"", over_target=over_target)
+    ends = [*chosen[1:], len(starts)]
+    for first in over_caps:
+        last = ends[chosen.index(first)]
+        begin = starts[first].index
+        stop = starts[last].index if last < len(starts) else tail
+        if len(chosen) == 1 and not cuts:
+            outcome.over_cap.append(
+                f"{path}: over its caps ({file.line_count} lines, {file.size} bytes) with no place to cut: "
+                "no section heading, bullet or paragraph boundary outside a code fence or marked section. "
+                "Break it into sections or bullets by hand, or declare `oversize: <reason>` in its "
+                "frontmatter (the byte cap only)")
             continue
-        pieces.append(current)
-        current = header + block
-        if not fits(current, continued_cost):
-            title = block[0].rstrip("\r\n")
-            over.append(f"{path}: section '{title}' alone is over the caps "
-                        f"({_size(block)[0]} lines, {_size(block)[1]} bytes); it cannot be split "
-                        "(declare oversize: <reason> for the byte cap, or shorten it by hand)")
-    pieces.append(current)
-    if len(pieces) == 1:
-        return None
-    names = child_names(path, bool(file.split_from), taken, len(pieces) - 1)
-    outcome = SplitOutcome(parent=b"", over_cap=over)
+        room_lines = max_lines - len(header) - 1 - packer.continued[0]
+        room_bytes = max_bytes - packer.header[1] - packer.continued[1]
+        outcome.over_cap.append(
+            f"{path}: {_describe(clean, begin, stop)} at lines {begin + 1}-{stop} is {stop - begin} lines, "
+            f"{packer.offsets[stop] - packer.offsets[begin]} bytes, more than a split piece can hold "
+            f"(about {room_lines} lines and {room_bytes} bytes: the caps {max_lines} lines / {max_bytes} bytes "
+            f"minus the child's {len(header)}-line frontmatter, a continued heading and the Continued line); "
+            "it is never cut inside. Shorten it or move part of it to another file by hand"
+            + (", or declare `oversize: <reason>` in the frontmatter (the byte cap only)"
+               if stop - begin + len(header) + 3 <= max_lines else ""))
+    if len(chosen) == 1:
+        return outcome if outcome.over_cap else None
+    names = child_names(path, bool(file.split_from), taken, len(chosen) - 1)
+    pieces: list[list[str]] = []
+    for number, (first, last) in enumerate(zip(chosen, ends)):
+        begin = starts[first].index
+        stop = starts[last].index if last < len(starts) else tail
+        body = raw_lines[begin:stop] if number else raw_lines[:stop]
+        if number:
+            body = header + [_reopened(h) + ending for h in starts[first].reopen] + body
+        pieces.append(body)
     parent = _with_continued(pieces[0], names[0], ending)
     if footer:
         parent = _closed(parent, ending) + [ending] + footer

@@ -109,14 +109,18 @@ def test_duplicate_lines_survive_as_often_as_they_were_there() -> None:
     assert nonblank(raw) - together == Counter()
 
 
-def test_a_section_over_the_caps_alone_is_reported_with_the_oversize_suggestion() -> None:
+def test_a_unit_over_the_caps_alone_is_named_with_its_size_and_the_room_a_child_has() -> None:
     big = "## Huge table\n\n" + "".join(f"| row {n} | value |\n" for n in range(70)) + "\n"
     raw = (FRONT + long_file("Retry", 3) + big + long_file("Retry", 3, 3)).encode()
     out = split_knowledge_file("craft/retries.md", raw, 60, 6000, never_taken)
     assert out is not None
-    assert out.over_cap == [("craft/retries.md: section '## Huge table' alone is over the caps (73 lines, "
-                            "1336 bytes); it cannot be split (declare oversize: <reason> for the byte cap, or "
-                            "shorten it by hand)")]
+    assert out.over_cap == [("craft/retries.md: a table at lines 28-100 is 73 lines, 1336 bytes, more than a "
+                            "split piece can hold (about 52 lines and 5766 bytes: the caps 60 lines / 6000 bytes "
+                            "minus the child's 5-line frontmatter, a continued heading and the Continued line); "
+                            "it is never cut inside. Shorten it or move part of it to another file by hand")]
+    # What can be split around it still is: the pieces before and after it are within the caps.
+    sizes = [KnowledgeFile("x", data) for data in (out.parent, *(d for _, d in out.children))]
+    assert sum(1 for f in sizes if f.line_count > 60) == 1
 
 
 def test_a_trailing_evidence_citation_stays_with_the_parent() -> None:
