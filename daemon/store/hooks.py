@@ -1,57 +1,61 @@
-"""Short SPINE hooks, written mechanically and deterministically (STORE-FORMAT.md 1.3, 4.2).
+"""Short SPINE hooks that still read as sentences (STORE-FORMAT.md 1.3, 4.2). Pure, deterministic.
 
-A short hook is a selection of the old hook's words, kept in their order and never altered
-(a word may only lose a trailing ``,;:`` or gain an ellipsis). What is kept, by priority:
+The SPINE is what every session reads to decide which file to open, so a shortened hook is
+made of whole clauses of the old one, in their order, never of words picked one at a time. A
+clause runs to a top-level ``;``, ``, `` or sentence end ("top level": outside brackets,
+parentheses, quotes and backticks, so every kept clause keeps its delimiters balanced).
 
-1. links (a ``](x.md)`` in a hook is a pointer the checker counts), markers such as
-   ``[NON-NEGOTIABLE]``, and "pinned" when the file is pinned;
-2. the clause that says when to read the file ("Read when…"), at the end;
-3. distinctive words: names, identifiers, ``code``, paths, "error strings", numbers;
-4. whole clauses: the lead clause first (before the distinctive words, when it takes at most
-   half the room), then every later clause that still fits whole; when not even the lead
-   clause fits, its first words, with an ellipsis.
+What is kept, by priority, while it fits:
 
-Cuts fall between words, so never inside a UTF-8 character.
+1. the "Read when/before…" sentence (it goes last) and the lead clause, which names the
+   subject; only when the lead clause alone is over the room is it cut, between top-level
+   words, ending with ``…``;
+2. clauses with links (a ``](x.md)`` in a hook is a pointer the checker counts), then the
+   clauses richest in what a reader searches for (markers, "pinned", ``code``, "error strings",
+   names, identifiers), then the others in order; a clause's parenthetical aside is the first
+   thing dropped when the whole clause does not fit;
+3. markers, "pinned" and other must-keep words the kept clauses lack, as a short clause;
+4. the distinctive words still missing, as a trailing ``keywords: a, b, c`` list.
+
+Only links, which must never leave the SPINE, can make a hook longer than its limit.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from .spine import LEADING_GROUP_RE, hook_of_entry
 from .text import byte_len, rtrim
 
-CLAUSE_END_RE = re.compile(r"(?<=[.;])\s+")
-READ_CLAUSE_RE = re.compile(r"^(?:Read|Consult|Use|Open|Check)\b")
+READ_CLAUSE_RE = re.compile(r"^(?:Read|Consult|Use|Open|Check|Load)\b")
 ELLIPSIS = "\u2026"
+KEYWORDS = "keywords: "
+LINK_RE = re.compile(r"\[[^\]]*\]\([^)]*\)")
+MARKER_TEXT_RE = re.compile(
+    r"\[(?:NON-NEGOTIABLE|DIRECTIVE|UPDATED|DEPRECATED|CORRECTED|IMPORTANT|CONTEXT|PROVISIONAL)[^\]]*\]")
 # One atom = one word, or a span that must stay whole although it holds spaces.
 ATOM_RE = re.compile(
-    r"\[[^\]\n]*\]\([^)\n]*\)\S*"  # a markdown link
-    r"|`[^`\n]*`\S*"  # inline code
-    r"|\[[^\]\n]*\]\S*"  # a bracket marker such as [DIRECTIVE 2026-07-20]
-    r"|\"[^\"\n]*\"\S*|\u201c[^\u201d\n]*\u201d\S*"  # a quoted (error) string
-    r"|\S+"
+    r"\[[^\]\n]*\]\([^)\n]*\)"  # a markdown link
+    r"|`[^`\n]*`"  # inline code
+    r"|\[[^\]\n]*\]"  # a bracket marker such as [DIRECTIVE 2026-07-20]
+    r"|\"[^\"\n]*\"|\u201c[^\u201d\n]*\u201d"  # a quoted (error) string
+    r"|[^\s\[\]`\"\u201c\u201d]+"
 )
-LINK_RE = re.compile(r"\[[^\]]*\]\([^)]*\)")
-MARKER_START_RE = re.compile(r"^\[[A-Z]")
 # Capitalised words that open a clause without naming anything.
 STOPWORDS = frozenset(
     """A An And Also Always Any As At Avoid Be Before After But By Check Do Don't Each Every For From
     How I If In Is It Its Keep Let Never No Not Note Of On Once One Only Or Our Prefer Put Run See
     Set Show So Some Split That The Their Then There These They This Those To Try Two Use We What
-    When Where Which While Who Why With Write You Your""".split()
+    When Where Which While Who Why With Write You Your Must Should""".split()
 )
-TRAILING = ",;:"
-
-
-def clauses(hook: str) -> list[str]:
-    return [c for c in CLAUSE_END_RE.split(hook.strip()) if c]
+OPENERS = {"(": ")", "[": "]", "{": "}", "\u201c": "\u201d"}
+QUOTES = ("`", '"')
 
 
 def _core(word: str) -> str:
-    return word.strip("()'\"").rstrip(TRAILING + ".!?")
+    return word.strip("()'\"").rstrip(",;:.!?")
 
 
 @lru_cache(maxsize=65536)
@@ -66,6 +70,8 @@ def is_distinctive(word: str, opens_clause: bool) -> bool:
         return len(core) > 1
     if any(mark in core for mark in "/_@#=") or "." in core or "::" in core:
         return True
+    if core.isupper() and core.capitalize() in STOPWORDS:
+        return False  # "BEFORE", "NEVER": emphasis, not a name
     if any(c.isupper() for c in core[1:]):
         return True
     if core[0].isupper():
@@ -73,195 +79,280 @@ def is_distinctive(word: str, opens_clause: bool) -> bool:
     return False
 
 
-@dataclass
-class _Clause:
-    atoms: list[str]
-    tiers: list[int]  # 0 must stay, 1 distinctive, 2 ordinary
-    kept: list[bool] = field(default_factory=list)
-    cut: bool = False  # the lead clause cut between words: its last lead word gets an ellipsis
+def _nested(text: str) -> list[bool]:
+    """For every character: is it inside a balanced pair (backticks, quotes, brackets)? An
+    opener without its closer is plain text, so a broken hook still splits into clauses."""
+    inside = [False] * len(text)
+    for quote in QUOTES:  # backticks first: a quote inside code is code
+        at = [i for i, c in enumerate(text) if c == quote and not inside[i]]
+        for start, end in zip(at[0::2], at[1::2]):
+            for i in range(start + 1, end):
+                inside[i] = True
+    stack: list[tuple[str, int]] = []
+    closers = {v: k for k, v in OPENERS.items()}
+    spans: list[tuple[int, int]] = []
+    for i, c in enumerate(text):
+        if inside[i]:
+            continue
+        if c in OPENERS:
+            stack.append((c, i))
+        elif c in closers:
+            for depth in range(len(stack) - 1, -1, -1):
+                if stack[depth][0] == closers[c]:
+                    spans.append((stack[depth][1], i))
+                    del stack[depth:]
+                    break
+    for start, end in spans:
+        for i in range(start + 1, end):
+            inside[i] = True
+    return inside
 
-    def __post_init__(self) -> None:
-        self.kept = [tier == 0 for tier in self.tiers]
 
-    def render(self) -> str:
-        if all(self.kept):
-            return " ".join(self.atoms)
-        words: list[str] = []
-        prefix = self.cut
-        last = len(self.atoms) - 1
-        for index, (atom, kept) in enumerate(zip(self.atoms, self.kept)):
-            if not kept:
-                if prefix and words:
-                    words[-1] += ELLIPSIS  # the lead words stop here: say so
-                prefix = False
+@dataclass(frozen=True)
+class Clause:
+    index: int
+    text: str  # without its delimiter
+    delim: str  # ";", ",", "." or "" (the hook's last clause without one)
+
+    @property
+    def aside_free(self) -> str:
+        """The clause without its top-level parenthetical asides ("" when it has none)."""
+        inside = _nested(self.text)
+        out, depth_start = [], None
+        for i, c in enumerate(self.text):
+            if c == "(" and not inside[i] and depth_start is None and ")" in self.text[i:]:
+                depth_start = i
                 continue
-            run_ends = index == last or not self.kept[index + 1]
-            # Punctuation inside a run of kept words stays; where words were dropped it would dangle.
-            words.append(atom.rstrip(TRAILING) if run_ends and index != last else atom)
-        return " ".join(words)
+            if depth_start is not None:
+                if c == ")" and (i + 1 == len(self.text) or not inside[i]):
+                    depth_start = None
+                continue
+            out.append(c)
+        shorter = re.sub(r"\s+([,;:.])", r"\1", re.sub(r"\s{2,}", " ", "".join(out))).strip(" ,;:.")
+        return shorter if shorter != self.text and shorter else ""
 
 
-def _parse(hook: str, pinned: bool) -> tuple[list[_Clause], list[str], bool]:
-    """Body clauses, the read clause's atoms, and whether "pinned" already appears."""
-    body, read, has_pinned = _parsed(hook, pinned)
-    return [_Clause(list(atoms), list(tiers)) for atoms, tiers in body], list(read), has_pinned
+def split_clauses(hook: str) -> list[Clause]:
+    text = hook.strip()
+    inside = _nested(text)
+    found: list[Clause] = []
+    start = 0
+    for i, c in enumerate(text):
+        if inside[i] or c not in ";,.":
+            continue
+        following = text[i + 1:i + 2]
+        if following not in ("", " "):
+            continue  # "delta.md", "1,000", "v2.3"
+        if c == "." and following and not (text[i + 2:i + 3].isupper() or text[i + 2:i + 3] in "`\"[("):
+            continue  # "e.g. the", an abbreviation: not a sentence end
+        piece = text[start:i].strip()
+        if piece:
+            found.append(Clause(len(found), piece, c))
+        start = i + 1
+    rest = text[start:].strip()
+    if rest:
+        found.append(Clause(len(found), rest, ""))
+    return found
+
+
+def clauses(hook: str) -> list[str]:
+    return [c.text + c.delim for c in split_clauses(hook)]
+
+
+def _keys(text: str) -> list[str]:
+    """The distinctive phrases of a text, in order, each once: runs of distinctive atoms next
+    to each other ("Acme Bank", "HTTP 429"), links and markers included."""
+    found: list[str] = []
+    run: list[str] = []
+
+    def close() -> None:
+        phrase = " ".join(run).rstrip(",;:.!?")
+        if phrase and phrase not in found:
+            found.append(phrase)
+        run.clear()
+
+    for clause in split_clauses(text):
+        for position, atom in enumerate(ATOM_RE.findall(clause.text)):
+            if atom[0] in "`\"[\u201c" or is_distinctive(atom, position == 0):
+                word = atom if atom[0] in "`\"[\u201c" else atom.strip("()'")
+                if atom[0] == "[" or word != word.rstrip(",;:.!?"):
+                    run.append(word)
+                    close()
+                    continue
+                run.append(word)
+            else:
+                close()
+        close()
+    return found
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    lead: Clause | None
+    body: tuple[Clause, ...]
+    read: str  # the "Read when…" sentence, whole ("" when there is none)
 
 
 @lru_cache(maxsize=4096)
-def _parsed(hook: str, pinned: bool) -> tuple[tuple[tuple[tuple[str, ...], tuple[int, ...]], ...],
-                                               tuple[str, ...], bool]:
-    atoms = ATOM_RE.findall(hook)
-    groups: list[list[str]] = [[]]
-    for atom in atoms:
-        groups[-1].append(atom)
-        # Clauses end at ";" and "." and, since hooks are mostly lists, at ","; links never end one.
-        if atom.endswith((".", ";", ",")) and not LINK_RE.fullmatch(atom):
-            groups.append([])
-    groups = [g for g in groups if g]
-    read_index = next((i for i in range(len(groups) - 1, -1, -1)
-                       if READ_CLAUSE_RE.match(groups[i][0])), None)
-    read = groups[read_index] if read_index is not None else []
-    body: list[tuple[tuple[str, ...], tuple[int, ...]]] = []
-    has_pinned = False
-    for index, group in enumerate(groups):
-        if index == read_index:
-            continue
-        tiers = []
-        for position, atom in enumerate(group):
-            if LINK_RE.search(atom) or MARKER_START_RE.match(atom):
-                tiers.append(0)
-            elif pinned and _core(atom).lower() == "pinned":
-                tiers.append(0)
-                has_pinned = True
-            else:
-                tiers.append(1 if is_distinctive(atom, position == 0) else 2)
-        body.append((tuple(group), tuple(tiers)))
-    if pinned and any(_core(a).lower() == "pinned" for a in read):
-        has_pinned = True
-    return tuple(body), tuple(read), has_pinned
+def _parse(hook: str) -> _Parsed:
+    found = split_clauses(hook)
+    read_at = next((i for i in range(len(found) - 1, -1, -1) if READ_CLAUSE_RE.match(found[i].text)
+                    and all(c.delim != "." for c in found[i:-1])), None)
+    read = ""
+    if read_at is not None:
+        read = " ".join(c.text + c.delim for c in found[read_at:])
+        found = found[:read_at]
+    lead = found[0] if found else None
+    return _Parsed(lead, tuple(found[1:]), read)
 
 
 def _cut_words(text: str, limit: int) -> str:
-    """The longest prefix of whole words within ``limit`` bytes, with an ellipsis."""
-    words = text.split(" ")
-    kept: list[str] = []
-    for word in words:
-        candidate = " ".join([*kept, word])
-        if byte_len(candidate + ELLIPSIS) > limit:
-            break
-        kept.append(word)
-    return (rtrim(" ".join(kept)).rstrip(TRAILING) + ELLIPSIS) if kept else ""
+    """The longest prefix of ``text`` ending at a top-level space, within ``limit`` bytes with
+    an ellipsis; "" when not even one word fits."""
+    inside = _nested(text)
+    best = ""
+    for i, c in enumerate(text):
+        if c == " " and not inside[i]:
+            candidate = text[:i].rstrip(",;:") + ELLIPSIS
+            if byte_len(candidate) > limit:
+                break
+            best = candidate
+    return best
 
 
-class _Selection:
-    """The clauses with their kept flags, and the byte length of the result, kept up to date."""
+class _Draft:
+    """The chosen clauses (by index, with the text each is kept as) and the extras."""
 
-    def __init__(self, body: list[_Clause], tail: str) -> None:
-        self.body = body
-        self.lengths = [byte_len(c.render()) for c in body]
-        self._sum = sum(self.lengths)
-        self._parts = sum(1 for n in self.lengths if n)
-        self.tail = tail
+    def __init__(self, parsed: _Parsed, extras: list[str]) -> None:
+        self.parsed = parsed
+        self.kept: dict[int, str] = {}
+        self.extras = extras
+        self.keywords: list[str] = []
 
-    @property
-    def tail(self) -> str:
-        return self._tail
+    def render(self) -> str:
+        parts: list[tuple[str, str]] = []
+        clauses = ([self.parsed.lead] if self.parsed.lead else []) + list(self.parsed.body)
+        for clause in clauses:
+            if clause.index in self.kept:
+                parts.append((self.kept[clause.index], clause.delim))
+        if self.extras:
+            parts.append(("; ".join(self.extras), ";"))
+        if self.keywords:
+            parts.append((KEYWORDS + ", ".join(self.keywords), "."))
+        out: list[str] = []
+        for number, (text, delim) in enumerate(parts):
+            last = number == len(parts) - 1
+            if text.endswith(ELLIPSIS):
+                delim = ""
+            elif last:
+                delim = "." if self.parsed.read or delim == "." else ""
+            elif parts[number + 1][0].startswith(KEYWORDS) and delim != ".":
+                delim = ";"
+            elif self.extras and number == len(parts) - 2 - bool(self.keywords):
+                delim = ";"  # the extras clause follows: "…, shard sizing at 30 GB; pinned."
+            out.append(text + delim)
+        if self.parsed.read:
+            out.append(self.parsed.read)
+        return " ".join(out)
 
-    @tail.setter
-    def tail(self, value: str) -> None:
-        self._tail = value
-        self._tail_len = byte_len(value)
+    def size(self) -> int:
+        return byte_len(self.render())
 
-    def total(self) -> int:
-        parts = self._parts + (1 if self._tail else 0)
-        return self._sum + self._tail_len + max(0, parts - 1)
-
-    def refresh(self, index: int) -> None:
-        old = self.lengths[index]
-        new = byte_len(self.body[index].render())
-        self.lengths[index] = new
-        self._sum += new - old
-        self._parts += (1 if new else 0) - (1 if old else 0)
-
-    def text(self) -> str:
-        parts = [c.render() for c in self.body]
-        return " ".join(p for p in [*parts, self.tail] if p)
-
-    def try_keep(self, index: int, positions: list[int], limit: int) -> bool:
-        clause = self.body[index]
-        before = list(clause.kept)
-        for position in positions:
-            clause.kept[position] = True
-        self.refresh(index)
-        if self.total() <= limit:
+    def try_keep(self, index: int, text: str, limit: int) -> bool:
+        previous = self.kept.get(index)
+        self.kept[index] = text
+        if self.size() <= limit:
             return True
-        clause.kept = before
-        self.refresh(index)
+        if previous is None:
+            del self.kept[index]
+        else:
+            self.kept[index] = previous
+        return False
+
+    def try_keyword(self, key: str, limit: int) -> bool:
+        self.keywords.append(key)
+        if self.size() <= limit:
+            return True
+        self.keywords.pop()
         return False
 
 
+@lru_cache(maxsize=65536)
 def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = ()) -> str:
-    """A hook of at most ``limit`` bytes made of the old hook's words (see the module docstring).
-
-    Only links, which must never leave the SPINE, can make the result longer than ``limit``.
-    """
+    """A hook of at most ``limit`` bytes made of the old hook's clauses (see the module docstring)."""
     if byte_len(hook) <= limit:
         return hook
-    pinned = "pinned" in must_keep
-    body, read_atoms, has_pinned = _parse(hook.strip(), pinned)
-    extras = [w for w in must_keep if w != "pinned" and w not in hook]
-    if pinned and not has_pinned:
-        extras.append("pinned")
-    read = " ".join(read_atoms)
-    selection = _Selection(body, " ".join([*extras, read]).strip())
-    if selection.total() > limit:
-        # The must-stay words and the read clause do not fit together: cut the clause by words,
-        # but never its links (a link may be another file's only SPINE pointer).
-        links = [a for a in read_atoms if LINK_RE.search(a)]
-        words = " ".join(a for a in read_atoms if not LINK_RE.search(a))
-        selection.tail = " ".join([*extras, *links])
-        room = limit - selection.total() - (1 if selection.total() else 0)
-        cut = _cut_words(words, room) if words else ""
-        selection.tail = " ".join(p for p in (" ".join(extras), cut, " ".join(links)) if p)
-        _drop_markers_until_within(selection, limit)
-        return selection.text()
-    # The lead clause names the subject: it comes first, unless it would take more than half the
-    # room, where the distinctive words of the whole hook are worth more to a reader searching.
-    room = limit - selection.total()
-    lead_first = bool(body) and byte_len(" ".join(body[0].atoms)) <= room // 2
-    lead_whole = lead_first and selection.try_keep(0, list(range(len(body[0].atoms))), limit)
-    seen: set[str] = {_core(a) for c in body for a, k in zip(c.atoms, c.kept) if k}
-    for index, clause in enumerate(body):  # distinctive words, in order, each once
-        for position, tier in enumerate(clause.tiers):
-            core = _core(clause.atoms[position])
-            if tier == 1 and core not in seen and selection.try_keep(index, [position], limit):
-                seen.add(core)
-    if body and not lead_first:
-        lead_whole = selection.try_keep(0, list(range(len(body[0].atoms))), limit)
-    if lead_whole:  # then whole clauses in order, each that still fits
-        for index in range(1, len(body)):
-            selection.try_keep(index, list(range(len(body[index].atoms))), limit)
-    elif body:  # not even the lead clause fits whole: its first words, with an ellipsis
-        body[0].cut = True
-        selection.refresh(0)
-        for position in range(len(body[0].atoms)):
-            if not body[0].kept[position] and not selection.try_keep(0, [position], limit):
-                break
-        if selection.total() > limit:
-            body[0].cut = False
-            selection.refresh(0)
-    return selection.text()
+    parsed = _parse(hook.strip())
+    base = _Draft(parsed, [])
+    if base.size() > limit:  # the Read sentence alone is over the room: cut it, keep its links
+        links = LINK_RE.findall(parsed.read)
+        cut = _cut_words(parsed.read, max(0, limit - sum(byte_len(x) + 1 for x in links)))
+        return " ".join(p for p in (cut, *(x for x in links if x not in cut)) if p)
+    wanted = list(dict.fromkeys(MARKER_TEXT_RE.findall(hook)))
+    wanted += [w for w in must_keep if w not in hook or (w == "pinned" and "pinned" not in parsed.read)]
+    for word in wanted:  # markers and "pinned" are worth more than the lead clause's last words
+        base.extras.append(word)
+        if base.size() > limit:
+            base.extras.pop()
+    lead = parsed.lead
+    bases = [base]
+    if lead is not None:  # the lead names the subject: it stays, without its aside or cut if need be
+        lighter = _Draft(parsed, list(base.extras))
+        light = bool(lead.aside_free) and lighter.try_keep(lead.index, lead.aside_free, limit)
+        if base.try_keep(lead.index, lead.text, limit):
+            bases += [lighter] if light else []
+        elif light:
+            bases = [lighter]
+        else:
+            cut = _cut_words(lead.aside_free or lead.text, limit - base.size() - 1)
+            if cut:
+                base.kept[lead.index] = cut
+    body_text = " ".join(c.text + c.delim for c in (lead, *parsed.body) if c is not None)
+    keys = _keys(body_text)
+    ordered = _by_priority(parsed.body)
+    best: tuple[tuple[int, int, int], str] | None = None
+    for start in bases:
+        for take in range(len(ordered) + 1):
+            # Whole clauses first, as many as the priority order allows; what they miss of the
+            # distinctive words goes into the keyword list. Keep the mix that leaves a reader the most.
+            draft = _Draft(parsed, list(start.extras))
+            draft.kept = dict(start.kept)
+            for clause in ordered[:take]:
+                if not draft.try_keep(clause.index, clause.text, limit) and clause.aside_free:
+                    draft.try_keep(clause.index, clause.aside_free, limit)
+            text = draft.render()
+            draft.extras = [w for w in draft.extras if w not in _without(text, draft.extras)]
+            text = draft.render()
+            for link in LINK_RE.findall(hook):  # a link must stay, whatever it costs
+                if link not in text:
+                    draft.keywords.append(link)
+            for key in keys:
+                if key not in text and key not in draft.keywords and not key.startswith("["):
+                    draft.try_keyword(key, limit)
+            text = draft.render()
+            # A whole clause reads better than a keyword: it counts as much as a distinctive phrase.
+            covered = sum(1 for key in keys if key in text)
+            score = (covered + len(draft.kept), covered, -len(draft.keywords))
+            if best is None or score > best[0]:
+                best = (score, text)
+    assert best is not None
+    return best[1]
 
 
-def _drop_markers_until_within(selection: _Selection, limit: int) -> None:
-    for index in range(len(selection.body) - 1, -1, -1):
-        clause = selection.body[index]
-        for position in range(len(clause.atoms) - 1, -1, -1):
-            if selection.total() <= limit:
-                return
-            if clause.kept[position] and not LINK_RE.search(clause.atoms[position]):
-                clause.kept[position] = False
-                selection.refresh(index)
+def _without(text: str, extras: list[str]) -> str:
+    """``text`` less its extras clause: what the kept clauses say by themselves."""
+    if not extras:
+        return text
+    return text.replace("; ".join(extras), "", 1)
+
+
+def _by_priority(body: tuple[Clause, ...]) -> list[Clause]:
+    """Clauses with links first, then by how much a reader searches for per byte, then in order."""
+    def rank(clause: Clause) -> tuple[int, float, int]:
+        keys = _keys(clause.text)
+        has_link = bool(LINK_RE.search(clause.text))
+        return (0 if has_link else 1, -len(keys) / max(1, byte_len(clause.text)), clause.index)
+    return sorted(body, key=rank)
 
 
 def short_entry(group: str, hook: str, limit: int, must_keep: tuple[str, ...] = ()) -> str:

@@ -386,10 +386,10 @@ def hook_from(body: list[str], read: str | None, ends: list[str]) -> str:
 def whole_words_of(out: str, hook: str) -> bool:
     """Every word of ``out`` is a whole word of ``hook`` (a final one may lose trailing ,;: and
     carry an ellipsis): the writer cuts between words only, never inside a character."""
-    allowed = set(hook.split(" "))
-    allowed |= {w.rstrip(",;:") for w in allowed}
-    for word in out.split(" ") if out else []:
-        if word in allowed or (word.endswith(ELLIPSIS) and word[:-1] in allowed):
+    allowed = {w.rstrip(",;:.") for w in hook.split(" ")} | {"keywords"}  # the keyword list's own word
+    allowed |= {w.lstrip("(") for w in allowed} | {w.rstrip(")") for w in allowed}
+    for word in (w.rstrip(",;:.") for w in out.split(" ")) if out else []:
+        if word in allowed or (word.endswith(ELLIPSIS) and word[:-1].rstrip(",;:.") in allowed):
             continue
         return False
     return True
