@@ -64,8 +64,8 @@ def is_distinctive(word: str, opens_clause: bool) -> bool:
     if word.startswith(("`", '"', "\u201c")) or "`" in word:
         return True
     core = _core(word)
-    if not core:
-        return False
+    if not any(c.isalnum() for c in core):
+        return False  # "=", "->": punctuation, not a name
     if any(c.isdigit() for c in core):
         return len(core) > 1
     if any(mark in core for mark in "/_@#=") or "." in core or "::" in core:
@@ -326,7 +326,7 @@ def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = ()) -> str:
             for link in LINK_RE.findall(hook):  # a link must stay, whatever it costs
                 if link not in text:
                     draft.keywords.append(link)
-            for key in keys:
+            for key in sorted(keys, key=_numeric):  # names and code before bare numbers and dates
                 if key not in text and key not in draft.keywords and not key.startswith("["):
                     draft.try_keyword(key, limit)
             text = draft.render()
@@ -337,6 +337,11 @@ def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = ()) -> str:
                 best = (score, text)
     assert best is not None
     return best[1]
+
+
+def _numeric(key: str) -> bool:
+    """A bare number, date or percentage: worth less to a reader than a name."""
+    return not any(c.isalpha() for c in key.replace("x", "", 1))
 
 
 def _without(text: str, extras: list[str]) -> str:

@@ -107,8 +107,8 @@ def test_at_a_looser_limit_the_names_that_do_not_fit_whole_go_to_keywords() -> N
 
 def test_the_upstream_testing_hook_reads_as_whole_clauses() -> None:
     out = short_hook(TESTING_HOOK, 170)
-    assert out == ("contract tests over mocks; flaky = hypothesis, CI runs the shipped script; [NON-NEGOTIABLE]; "
-                   "keywords: API, JSON. Read before writing or reviewing any test.")
+    assert out == ("contract tests over mocks; failing test BEFORE the fix; CI runs the shipped script; "
+                   "[NON-NEGOTIABLE]; keywords: API, JSON. Read before writing or reviewing any test.")
 
 
 def test_a_parenthetical_aside_goes_first() -> None:
@@ -122,8 +122,8 @@ def test_a_parenthetical_aside_goes_first() -> None:
 
 def test_a_relay_hook_keeps_the_error_string_and_the_runbook_path() -> None:
     out = short_hook(DELTA_HOOK, 170)
-    assert out == ("Delta webhook relay; see ops/runbooks/delta.md for the replay tool; keywords: 15, HMAC-SHA256, "
-                   "\"signature mismatch\". Read before touching webhook delivery.")
+    assert out == ("Delta webhook relay; see ops/runbooks/delta.md for the replay tool; keywords: HMAC-SHA256, "
+                   "\"signature mismatch\", 15. Read before touching webhook delivery.")
 
 
 def test_a_pinned_file_whose_hook_never_says_pinned_gets_the_word() -> None:
