@@ -51,14 +51,26 @@ def _options(title: str) -> dict[str, Any]:
     # js=[]: pygal would otherwise add a <script src> fetched from the network.
     return {"title": title, "js": [], "disable_xml_declaration": True, "style": _style(), "width": 920,
             "height": 360, "explicit_size": True, "legend_at_bottom": True, "x_label_rotation": 30,
-            "show_minor_x_labels": True, "truncate_label": -1, "print_values": False}
+            "show_minor_x_labels": True, "truncate_label": -1, "print_values": False,
+            "include_x_axis": True, "value_formatter": _whole}
+
+
+def _whole(value: float | None) -> str:
+    return "" if value is None else f"{value:,.0f}"
+
+
+def _room(values: list[Any]) -> tuple[float, float]:
+    """A secondary axis from 0 with some headroom (pygal would otherwise hug the data)."""
+    top = max([v for v in values if isinstance(v, (int, float))], default=0)
+    return (0, max(10, top * 1.25))
 
 
 def growth_chart(series: list[dict[str, Any]]) -> str:
     import pygal
 
+    counts = [point[key] for point in series for key in ("entries", "links")]
     chart = pygal.Line(**_options("SPINE.md per day: bytes (left), entries and links (right)"),
-                       secondary_range=None)
+                       secondary_range=_room(counts))
     chart.x_labels = [point["day"] for point in series]
     chart.add("SPINE.md bytes", [point["spine_bytes"] for point in series])
     chart.add("entries", [point["entries"] for point in series], secondary=True)
@@ -80,7 +92,8 @@ def entry_chart(sizes: list[dict[str, Any]]) -> str:
 def debt_chart(series: list[dict[str, Any]]) -> str:
     import pygal
 
-    chart = pygal.Line(**_options("Debt per day (left) and tier files (right)"))
+    chart = pygal.Line(**_options("Debt per day (left) and tier files (right)"),
+                       secondary_range=_room([point["tier_files"] for point in series]))
     chart.x_labels = [point["day"] for point in series]
     chart.add("debt", [point["debt"] for point in series])
     chart.add("tier files", [point["tier_files"] for point in series], secondary=True)

@@ -21,6 +21,8 @@ def show(figure: Figure) -> str:
         text = value
     if figure.unit in ("%", "x"):
         text += figure.unit
+    if figure.key.startswith("growth") and isinstance(value, (int, float)) and value > 0:
+        text = "+" + text
     elif figure.unit in ("B", "days"):
         text += " " + figure.unit
     return ("~" if figure.estimate else "") + text
@@ -58,10 +60,8 @@ def _index(s: _Lines) -> None:
 def _growth(s: _Lines) -> None:
     if s.section.figure("growth_spine_bytes_pct").value is None:
         return
-    pct = s.section.figure("growth_spine_bytes_pct").value
-    sign = "+" if isinstance(pct, (int, float)) and pct >= 0 else ""
     s.line(f"since {s.v('since')}: SPINE {s.v('spine_bytes_then')} -> {s.v('spine_bytes_now')} "
-           f"({sign}{s.v('growth_spine_bytes_pct')}); entries {s.v('entries_then')} -> {s.v('entries_now')}; "
+           f"({s.v('growth_spine_bytes_pct')}); entries {s.v('entries_then')} -> {s.v('entries_now')}; "
            f"links {s.v('links_then')} -> {s.v('links_now')}")
     s.line(f"tier files {s.v('tier_files_then')} -> {s.v('tier_files_now')}; knowledge "
            f"{s.v('knowledge_bytes_then')} -> {s.v('knowledge_bytes_now')}; debt {s.v('debt_then')} -> "

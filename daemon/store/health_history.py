@@ -22,6 +22,7 @@ from .tierfile import KnowledgeFile
 
 # Commits distilld makes that are not maintenance: the agents' own writes, and adopting a repo.
 NOT_MAINTENANCE = ("agent-changes", "adopt")
+REWRITING = ("compaction", "migration")  # the operations that shorten entries and split files
 WORK_TREE = "work tree"
 
 
@@ -177,13 +178,15 @@ def what_distilld_did(facts: GitFacts, activity: list[str] | None, activity_why:
     by_operation = Counter(op.operation for op in ops)
     section.items["commits_by_operation"] = [{"operation": k, "commits": v} for k, v in sorted(by_operation.items())]
     maintenance_how = "over distilld's maintenance commits (agent-changes and adopt commits aside)"
-    shortened = sum(shortened_entries(op.spine_before, op.spine_after) for op in maintenance)
+    rewriting = [op for op in maintenance if op.operation in REWRITING]
+    shortened = sum(shortened_entries(op.spine_before, op.spine_after) for op in rewriting)
     section.add(maybe("entries_shortened", "entries shortened", shortened if ops else None,
-                      f"SPINE entries (matched by their leading pointers) that came out shorter, {maintenance_how}", why))
-    split = sum(1 for op in maintenance for path, raw in op.added.items()
+                      "SPINE entries (matched by their leading pointers) that came out shorter, over the "
+                      "compaction and migration commits", why))
+    split = sum(1 for op in rewriting for path, raw in op.added.items()
                 if not path.startswith("archive/") and KnowledgeFile(path, raw).split_from)
     section.add(maybe("files_split", "files split", split if ops else None,
-                      f"tier files added with a split_from:, {maintenance_how}", why))
+                      "tier files added with a split_from:, over the compaction and migration commits", why))
     archived = sum(1 for op in maintenance for path in op.added
                    if path.startswith("archive/") and path != "archive/LEDGER.md" and not is_legacy(path))
     section.add(maybe("files_archived", "files archived", archived if ops else None,
