@@ -20,11 +20,10 @@ from pathlib import Path
 from random import Random
 
 import pygit2
-from pygit2.enums import FileMode
-
 from distilld.store.catalog import render_catalog
 from distilld.store.snapshot import snapshot_from_files
 from distilld.store.text import sha256_hex, sha256_norm_hex
+from pygit2.enums import FileMode
 
 EM = "\u2014"
 TODAY = date(2026, 9, 19)

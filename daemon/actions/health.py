@@ -98,3 +98,9 @@ def write_report_files(report: HealthReport, folder: Path) -> WrittenReport:
     html_path = folder / REPORT_HTML
     fs.atomic_write(html_path, health_html.render_html(report).encode("utf-8", "surrogateescape"), durable=False)
     return WrittenReport(json_path, text_path, html_path)
+
+
+def write_daily_report(store: Path, policy: Policy, now: datetime, folder: Path,
+                       activity_log: Path | None) -> WrittenReport:
+    """What the daemon runs once a day: measure the store and write the report files."""
+    return write_report_files(build_report(store, policy, now, activity_log=activity_log), folder)
