@@ -99,10 +99,15 @@ def test_the_three_bounds_count_blocks_as_the_research_defined_them() -> None:
 
 
 @pytest.fixture(scope="module")
-def history_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[HealthReport, int]:
+def history_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     root = tmp_path_factory.mktemp("store-b")
-    built = build_store_b_with_history(root)
-    return build_report(root, load_policy(), NOW, SINCE, helpers=2), built.expected_spine_bytes_lost
+    return root, build_store_b_with_history(root).expected_spine_bytes_lost
+
+
+@pytest.fixture(scope="module")
+def history_report(history_store: tuple[Path, int]) -> tuple[HealthReport, int]:
+    root, lost = history_store
+    return build_report(root, load_policy(), NOW, SINCE, helpers=2), lost
 
 
 def test_the_history_gives_the_growth_figure(history_report: tuple[HealthReport, int]) -> None:
@@ -136,11 +141,10 @@ def test_the_history_says_what_distilld_did(history_report: tuple[HealthReport, 
     assert did.value("activity_lines") is None  # no log given: unknown, not 0
 
 
-def test_since_after_the_first_commit_takes_that_day(tmp_path: Path) -> None:
+def test_since_after_the_first_commit_takes_that_day(history_store: tuple[Path, int]) -> None:
     from datetime import date
 
-    build_store_b_with_history(tmp_path)
-    report = build_report(tmp_path, load_policy(), NOW, date(2026, 9, 11))
+    report = build_report(history_store[0], load_policy(), NOW, date(2026, 9, 11))
     growth = report.section("growth")
     assert growth.value("since") == "2026-09-10"  # the store as it was on the 11th
     assert [p["day"] for p in report.series["growth"]] == ["2026-09-10", "2026-09-12", "2026-09-19"]
