@@ -278,15 +278,19 @@ def lifecycle(snapshot: Snapshot, limits: BudgetLimits, today: date, first_commi
                       sum(1 for r in rows if r["older_rule"] == "movable"),
                       "past threshold, not exempt, named by no other file"))
     for days in (60, 90):
-        flat = [(p, f) for p in projects for f in [snapshot.knowledge(p)]
-                if (seen := activity(f, today, days)) is not None and seen.age_days > days]
+        flat = [path for path in projects if _older_than(snapshot.knowledge(path), today, days)]
         section.add(known(f"past_flat_{days}", f"past a flat {days}-day threshold", len(flat),
                           f"project files whose newest stamp is more than {days} days old, whatever their own threshold"))
         section.add(known(f"movable_flat_{days}", f"movable with a flat {days}-day threshold",
-                          sum(1 for p, f in flat if exemption(f) is None and not read_with.get(p)),
+                          sum(1 for p in flat if exemption(snapshot.knowledge(p)) is None and not read_with.get(p)),
                           "of those, not exempt and in no other file's read_with"))
     _ages(section, snapshot, today, first_commit)
     return section
+
+
+def _older_than(file: KnowledgeFile, today: date, days: int) -> bool:
+    seen = activity(file, today, days)
+    return seen is not None and seen.age_days > days
 
 
 def _ages(section: Section, snapshot: Snapshot, today: date, first_commit: date | None) -> None:
@@ -370,10 +374,11 @@ def archive_and_ledger(snapshot: Snapshot) -> Section:
     section.add(known("archived_files", "archived files", len(archived), "files under archive/<tier>/ (not legacy)"))
     section.add(known("legacy_flat", "legacy files, flat", len(flat), "*.md directly under archive/ (LEDGER.md aside)"))
     section.add(known("legacy_nested", "legacy files, nested", len(nested), "*.md under archive/legacy/"))
-    section.add(known("pending_adoption", "archives pending adoption", len(snapshot.nested_archive_paths) + (
-        sum(1 for p in archived if ledger is None or ledger.last_archive_line(p) is None)),
-        "archive folders inside a tier, and archive/<tier>/ files with no ledger archive line: "
-        "migrate-store adopts them as legacy"))
+    unledgered = [p for p in archived if ledger is None or ledger.last_archive_line(p) is None]
+    section.add(known("pending_adoption", "archives pending adoption",
+                      len(snapshot.nested_archive_paths) + len(unledgered),
+                      "files in archive folders inside a tier, and archive/<tier>/ files with no ledger archive "
+                      "line: migrate-store adopts them as legacy"))
     no_ledger = ("the store has no archive/LEDGER.md" + (" (a pre-1.2 store keeps no record of its archive moves)"
                                                           if snapshot.layout is Layout.UNMIGRATED else ""))
     kinds = Counter(line.event for line in ledger.events) if ledger is not None else Counter()

@@ -205,3 +205,24 @@ def test_the_summary_fits_one_screen(history_report: tuple[HealthReport, int]) -
     lines = render_text(report).splitlines()
     assert len(lines) <= 40
     assert max(len(line) for line in lines if "unknown:" not in line) <= 125
+
+
+def test_broken_links_unindexed_files_restores_and_pending_adoptions_are_counted(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path / "store")
+    spine = b.read("SPINE.md").decode() + f"- [Gone](projects/gone.md) {EM} a file that is not there.\n"
+    b.write("SPINE.md", spine)
+    b.tier("ops/orphan.md", "# Orphan\n\n- See `craft/missing.md` and `projects/marlin.md`.\n",
+           scope="no SPINE entry", last_updated="2026-09-01")
+    b.write("craft/archive/old.md", "# An old client's archive\n")
+    b.append_ledger("- 2026-11-01T10:00:00Z restore | from: archive/projects/nope.md | to: projects/nope.md"
+                    " | reason: move never completed")
+    snapshot = snapshot_from_files(b.root, {p.relative_to(b.root).as_posix(): p.read_bytes()
+                                            for p in b.root.rglob("*") if p.is_file()})
+    found = links(snapshot)
+    assert found.value("broken_index_links") == 1 and found.items["broken_index_links"] == [{"path": "projects/gone.md"}]
+    assert found.value("unindexed_files") == 1
+    assert found.items["broken_cross_references"] == [{"from": "ops/orphan.md", "to": "craft/missing.md"}]
+    assert found.value("archive_references") == 1  # projects/marlin.md is archived
+    archive = archive_and_ledger(snapshot)
+    assert archive.value("pending_adoption") == 1  # craft/archive/old.md
+    assert (archive.value("restores"), archive.value("moves_never_completed")) == (1, 1)
