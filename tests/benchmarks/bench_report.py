@@ -23,13 +23,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from distilld.actions.budget import limits_from  # noqa: E402
-from distilld.actions.health import build_report  # noqa: E402
-from distilld.actions.health_html import render_html  # noqa: E402
-from distilld.policy import load_policy  # noqa: E402
-from distilld.store.health import archive_and_ledger, index_cost, lifecycle, links, tier_files  # noqa: E402
-from distilld.store.snapshot import take_snapshot  # noqa: E402
-from storeb import NOW, SINCE, TODAY, build_store_b_with_history  # noqa: E402
+from distilld.actions.budget import limits_from
+from distilld.actions.health import build_report
+from distilld.actions.health_html import render_html
+from distilld.policy import load_policy
+from distilld.store.health import archive_and_ledger, index_cost, lifecycle, links, tier_files
+from distilld.store.snapshot import take_snapshot
+from storeb import NOW, SINCE, TODAY, build_store_b_with_history
 
 
 def cpu() -> float:
