@@ -23,6 +23,7 @@ from .actions import compact as compact_action
 from .actions import gc as gc_action
 from .actions import migrate as migrate_action
 from .actions import restore as restore_action
+from .cli_report import report_command
 from .errors import DistilldError
 from .policy import Policy, load_policy
 from .settings import DEFAULT_STORE  # noqa: F401  (the settings own the default store)
@@ -629,6 +630,9 @@ def resume(ctx: click.Context, store: Path | None, config_path: Path | None) -> 
     """Resume a paused daemon; it catches up on what changed meanwhile."""
     _control(ctx, store, config_path, {"cmd": "resume"})
     _emit("resumed\n")
+
+
+cli.add_command(report_command)  # `distilld report` lives in cli_report.py
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,6 +69,8 @@ class ScheduleSettings(_Section):
     lifecycle_minutes: int = Field(default=1440, ge=0, le=525600)
     sync_minutes: int = Field(default=15, ge=0, le=525600)
     reconcile_minutes: int = Field(default=30, ge=0, le=525600)
+    report_minutes: int = Field(default=1440, ge=0, le=525600,
+                                description="write the health report (`distilld report`) into the state folder")
     jitter_seconds: int = Field(default=30, ge=0, le=3600)
     compact_on_breach: bool = Field(default=
         True, description="run compaction as soon as a hard cap is breached, not only on schedule")

@@ -157,6 +157,14 @@ def _git_line(git: dict[str, Any]) -> str:
     return "; ".join(parts) or "no sync yet"
 
 
+def _report_line(report: Any) -> str:
+    if not isinstance(report, dict) or not report.get("at"):
+        return "health report: none yet (the daemon writes one a day; `distilld report` measures now)"
+    where = report.get("html") or report.get("text")
+    note = f"; {report['note']}" if report.get("note") else ""
+    return f"health report: {where} (written {report['at']}{note})"
+
+
 def render_text(view: StatusView) -> str:
     data = view.data or {}
     out: list[str] = []
@@ -210,6 +218,7 @@ def render_text(view: StatusView) -> str:
     else:
         out.append("stuck: nothing")
     out.append(f"activity log: {view.files.get('activity_log')} (`distilld log -f` follows it)")
+    out.append(_report_line(data.get("report")))
     return "\n".join(out) + "\n"
 
 

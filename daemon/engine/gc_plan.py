@@ -7,20 +7,17 @@ before the first write.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from datetime import date
 
 from ..store.lifecycle import activity, exemption, is_candidate
+from ..store.mentions import path_mentions
 from ..store.paths import archived_path, contained
 from ..store.snapshot import Snapshot
 from ..store.spine import Spine, SpineEditor
 from ..store.text import clip, encode
 from ..store.tierfile import parse_inline_list
 from .plan import GcPlan, Move, Skip
-
-PATH_MENTION_RE = re.compile(r"[a-z]+/[^\s()\[\]`'\"<>|,;]+?\.md")
-PATH_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-")
 
 
 def split_families(snapshot: Snapshot) -> dict[str, tuple[str, ...]]:
@@ -58,25 +55,10 @@ def _read_with_index(snapshot: Snapshot) -> dict[str, list[str]]:
     return named_by
 
 
-def _mentions(text: str, directories: tuple[str, ...]) -> set[str]:
-    """Paths under ``directories`` written out in ``text`` (a plain search first: it is fast)."""
-    found: set[str] = set()
-    for directory in directories:
-        needle = directory + "/"
-        at = text.find(needle)
-        while at != -1:
-            if at == 0 or text[at - 1] not in PATH_CHARS:
-                match = PATH_MENTION_RE.match(text, at)
-                if match:
-                    found.add(match.group(0))
-            at = text.find(needle, at + len(needle))
-    return found
-
-
 def _prose_index(snapshot: Snapshot, directories: tuple[str, ...]) -> dict[str, list[str]]:
     mentioned_by: dict[str, list[str]] = defaultdict(list)
     for path in snapshot.tier_paths:
-        for target in _mentions(snapshot.knowledge(path).text, directories):
+        for target in path_mentions(snapshot.knowledge(path).text, directories):
             if target != path:
                 mentioned_by[target].append(path)
     return mentioned_by

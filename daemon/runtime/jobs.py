@@ -23,6 +23,7 @@ from typing import Any
 
 from ..actions.follow import FollowReport, run_follow
 from ..actions.gc import GcReport, run_gc_apply
+from ..actions.health import write_daily_report
 from ..engine.lock import AcquireKind, LockState, LockStateKind, StoreLock, lock_status
 from ..errors import DistilldError, LockHeld, LockLost
 from ..log import ActivityLog, StatusFile, get_logger, utc_stamp
@@ -418,12 +419,27 @@ def sync(env: JobEnv, trigger: str) -> PassResult:
     return PassResult(result.ok, result.summary)
 
 
+def report(env: JobEnv, trigger: str) -> PassResult:
+    """The daily health report, written into the state folder (beside status.json)."""
+    waiting = _no_store(env)
+    if waiting is not None:
+        return waiting
+    written = write_daily_report(env.store, env.policy, env.clock(), env.status.path.parent, env.activity.path)
+    shown = written.html or written.text
+    env.status.update(report={"at": utc_stamp(), "html": str(written.html) if written.html else None,
+                              "json": str(written.json), "text": str(written.text), "note": written.note},
+                      flush=False)
+    env.activity.write(f"wrote the health report: {shown}")
+    return PassResult(True, f"wrote {shown}" + (f" ({written.note})" if written.note else ""))
+
+
 JOB_FUNCTIONS: dict[str, Callable[[JobEnv, str], PassResult]] = {
     "follow": follow,
     "reconcile": reconcile,
     "sync": sync,
     "compaction": compaction,
     "lifecycle": lifecycle,
+    "report": report,
 }
 
 

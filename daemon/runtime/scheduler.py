@@ -25,8 +25,11 @@ from ..settings import ScheduleSettings
 
 # The order pending jobs are taken in: the agents' changes first, then the remote, then the
 # passes that rewrite files, and the safety net last.
-JOBS = ("follow", "sync", "compaction", "lifecycle", "reconcile")
-SCHEDULED = ("compaction", "lifecycle", "sync", "reconcile")
+JOBS = ("follow", "sync", "compaction", "lifecycle", "reconcile", "report")
+SCHEDULED = ("compaction", "lifecycle", "sync", "reconcile", "report")
+# A daemon that never wrote a health report writes its first one a while after it starts (not
+# while the first passes run), then once per report interval.
+FIRST_REPORT_DELAY = timedelta(minutes=10)
 
 log = get_logger("distilld.scheduler")
 
@@ -167,6 +170,8 @@ class Schedule:
                 first = max(now, last + interval)
             elif job == "reconcile":
                 first = now + interval  # the daemon's first pass at start already covers it
+            elif job == "report":
+                first = now + min(interval, FIRST_REPORT_DELAY)
             else:
                 first = now  # never ran on this machine: run once at start
             self._scheduler.add_job(self._worker.request, trigger, args=[job, "schedule"], id=job,

@@ -1,0 +1,132 @@
+"""The health report as one self-contained HTML page: a Jinja2 template (shipped in
+distilld/templates/) and SVG charts drawn by pygal, inlined, with no script or style fetched
+from anywhere. Both libraries are the optional `report` extra: `pip install 'distilld[report]'`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import DistilldError
+from ..store.health_blocks import BOUND_LABELS, BOUNDS
+from ..store.health_model import HealthReport
+from .health_render import show
+
+MISSING = ("the HTML report needs the `report` extra (Jinja2 and pygal): "
+           "pip install 'distilld[report]'")
+TEMPLATE = "report.html.j2"
+
+
+class ReportExtraMissing(DistilldError):
+    """--html was asked for without the optional `report` extra."""
+
+ENTRY_CAP = 400
+
+
+def available() -> bool:
+    try:
+        import jinja2  # noqa: F401
+        import pygal  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def require() -> None:
+    if not available():
+        raise ReportExtraMissing(MISSING)
+
+
+def _style() -> Any:
+    from pygal.style import Style
+
+    return Style(background="#ffffff", plot_background="#ffffff", foreground="#333333",
+                 foreground_strong="#111111", foreground_subtle="#888888",
+                 colors=("#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b7791f"),
+                 font_family="DejaVu Sans, Arial, sans-serif", title_font_size=16, label_font_size=11,
+                 legend_font_size=12, major_label_font_size=11)
+
+
+def _options(title: str) -> dict[str, Any]:
+    # js=[]: pygal would otherwise add a <script src> fetched from the network.
+    return {"title": title, "js": [], "disable_xml_declaration": True, "style": _style(), "width": 920,
+            "height": 360, "explicit_size": True, "legend_at_bottom": True, "x_label_rotation": 30,
+            "show_minor_x_labels": True, "truncate_label": -1, "print_values": False,
+            "include_x_axis": True, "value_formatter": _whole}
+
+
+def _whole(value: float | None) -> str:
+    return "" if value is None else f"{value:,.0f}"
+
+
+def _room(values: list[Any]) -> tuple[float, float]:
+    """A secondary axis from 0 with some headroom (pygal would otherwise hug the data)."""
+    top = max([v for v in values if isinstance(v, (int, float))], default=0)
+    return (0, max(10, top * 1.25))
+
+
+def growth_chart(series: list[dict[str, Any]]) -> str:
+    import pygal
+
+    counts = [point[key] for point in series for key in ("entries", "links")]
+    chart = pygal.Line(**_options("SPINE.md per day: bytes (left), entries and links (right)"),
+                       secondary_range=_room(counts))
+    chart.x_labels = [point["day"] for point in series]
+    chart.add("SPINE.md bytes", [point["spine_bytes"] for point in series])
+    chart.add("entries", [point["entries"] for point in series], secondary=True)
+    chart.add("links", [point["links"] for point in series], secondary=True)
+    return str(chart.render(is_unicode=True))
+
+
+def entry_chart(sizes: list[dict[str, Any]]) -> str:
+    import pygal
+
+    chart = pygal.Bar(**{**_options(f"SPINE entries by size, longest first (cap {ENTRY_CAP} B)"),
+                         "show_x_labels": False})
+    ordered = sorted((item["bytes"] for item in sizes), reverse=True)
+    chart.add(f"over {ENTRY_CAP} B", [b if b > ENTRY_CAP else None for b in ordered])
+    chart.add(f"within {ENTRY_CAP} B", [b if b <= ENTRY_CAP else None for b in ordered])
+    return str(chart.render(is_unicode=True))
+
+
+def debt_chart(series: list[dict[str, Any]]) -> str:
+    import pygal
+
+    chart = pygal.Line(**_options("Debt per day (left) and tier files (right)"),
+                       secondary_range=_room([point["tier_files"] for point in series]))
+    chart.x_labels = [point["day"] for point in series]
+    chart.add("debt", [point["debt"] for point in series])
+    chart.add("tier files", [point["tier_files"] for point in series], secondary=True)
+    return str(chart.render(is_unicode=True))
+
+
+def bounds_chart(report: HealthReport) -> str:
+    import pygal
+
+    tiers = report.section("tier_files")
+    chart = pygal.Bar(**_options("Tier files under each dated-history bound"))
+    chart.x_labels = ["none moved", *[BOUND_LABELS[b].split(" (")[0] for b in BOUNDS]]
+    chart.add("still over a cap", [tiers.value("over_any_cap"), *[tiers.value(f"over_cap_after_{b}") for b in BOUNDS]])
+    chart.add("split files needed (estimate)",
+              [tiers.value("splits_estimate_none_moved"), *[tiers.value(f"splits_estimate_{b}") for b in BOUNDS]])
+    return str(chart.render(is_unicode=True))
+
+
+def render_html(report: HealthReport) -> str:
+    require()
+    import jinja2
+    from markupsafe import Markup
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("distilld", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["show"] = show
+    series = report.series.get("growth", [])
+    charts = [
+        ("growth", "Growth", growth_chart(series)),
+        ("entries", "Entry sizes", entry_chart(report.series.get("entry_sizes", []))),
+        ("debt", "Debt", debt_chart(series)),
+        ("bounds", "Dated history bounds", bounds_chart(report)),
+    ]
+    return env.get_template(TEMPLATE).render(
+        report=report, charts=[(key, title, Markup(svg)) for key, title, svg in charts],
+        schema=report.to_dict()["schema"])
