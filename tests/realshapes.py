@@ -56,6 +56,19 @@ class Planned:
     path: str
     title: str
     project: str
+    terms: tuple[str, ...] = ()  # what this file alone is about: its hook and its body both name them
+
+
+SYLLABLES = ("ka", "lo", "mi", "ver", "dra", "po", "zu", "ten", "gri", "sol", "bex", "an", "qua", "rho", "fen")
+
+
+def unique_terms(rng: Random, slug: str) -> tuple[str, ...]:
+    """A vendor name, a config key, a command and an error string no other file mentions."""
+    def word(parts: int) -> str:
+        return "".join(rng.choice(SYLLABLES) for _ in range(parts))
+    stem = slug.replace("/", "-").replace(" ", "-").split("-")[0]
+    return (word(3).capitalize(), f"`{stem}.{word(2)}_{word(2)}`", f"`{word(2)} --{word(2)}`",
+            f'"{word(2)} {word(3)} failed"', f"{word(2).upper()}-{rng.randrange(100, 999)}")
 
 
 class Writer:
@@ -87,12 +100,16 @@ class Writer:
         text = ", ".join(parts)
         return text[0].upper() + text[1:] + "."
 
-    def hook(self, project: str, target: int, pinned: bool) -> str:
-        """Clauses until about ``target`` bytes, then a "Read when…" clause."""
+    def hook(self, project: str, target: int, pinned: bool, terms: tuple[str, ...] = ()) -> str:
+        """Clauses until about ``target`` bytes, then a "Read when…" clause; the file's own terms
+        are spread over the clauses, as a hook summarising its file would."""
         r = self.rng
         clauses = [f"{project} {self.pick(NOUNS)}: {self.phrase()}"]
-        while len(" ".join(clauses).encode()) < target:
+        pending = list(terms)
+        while len(" ".join(clauses).encode()) < target or (pending and len(clauses) < 12):
             clause = self.phrase()
+            if pending and r.random() < 0.6:
+                clause += f" with {pending.pop(0)}"
             if r.random() < 0.25:
                 clause += f" (evidence: {r.randrange(5, 60)}% {self.pick(ADJ)}er at our {self.pick(NOUNS)})"
             if r.random() < 0.1:
@@ -167,6 +184,18 @@ class Writer:
         return out
 
     def tier_file(self, planned: Planned, pinned: bool, read_with: str | None, long_lines: int) -> str:
+        text = self._tier_file(planned, pinned, read_with, long_lines)
+        lines = text.split("\n")
+        for term in planned.terms:  # the file's own terms, in a few of its bullets
+            at = self.rng.randrange(len(lines) // 2, len(lines))
+            if lines[at].startswith("- ") and "[" not in lines[at][:4]:
+                lines[at] = lines[at].rstrip(".") + f", see {term}."
+            else:
+                lines.insert(at, f"- Remember {term} for {self.phrase()}.") if not lines[at].startswith(("  ", "|", "```")) \
+                    else None
+        return "\n".join(lines)
+
+    def _tier_file(self, planned: Planned, pinned: bool, read_with: str | None, long_lines: int) -> str:
         r = self.rng
         tier = planned.path.split("/", 1)[0]
         fm = ["---", f"domain: {'project' if tier == 'projects' else tier}",
@@ -203,7 +232,8 @@ def _plan_files(rng: Random) -> list[Planned]:
                 slug = "on call"
             if tier == "craft" and index == 5:
                 slug = "lang/rust-tips"
-            files.append(Planned(f"{tier}/{slug}.md", f"{project} {tier} {index}".title(), project))
+            files.append(Planned(f"{tier}/{slug}.md", f"{project} {tier} {index}".title(), project,
+                                 unique_terms(rng, slug)))
     return files
 
 
@@ -234,7 +264,8 @@ def spine_text(rng: Random, writer: Writer, files: list[Planned], pinned: set[st
         joiner = rng.choice(JOINERS) if len(group) > 1 else ""
         pointers = joiner.join(f"[{p.title}]({p.path})" for p in group)
         target = rng.choice((150, 250, 380, 480, 560, 700, 900, 1400))
-        hook = writer.hook(group[0].project, target, any(p.path in pinned for p in group))
+        hook = writer.hook(group[0].project, target, any(p.path in pinned for p in group),
+                           tuple(t for p in group for t in p.terms))
         entry = f"- {pointers} {EM} {hook}"
         if rng.random() < 0.12 and len(entry) > 200:  # a wrapped entry
             words = entry.split(" ")

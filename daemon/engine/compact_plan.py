@@ -265,10 +265,14 @@ def plan_compaction(files: dict[str, bytes], limits: CompactLimits, today: str,
     pointers that costs would keep the SPINE over a hard cap: then they end at the caps.
     """
     plan = _plan_once(files, limits, today, catalog_line, unpointed)
-    if not plan.breaches or not limits.pack_to_target or not plan.splits:
+    if not limits.pack_to_target or not plan.splits or (not plan.breaches and plan.floor >= HOOK_FLOORS[0]):
         return plan
+    # The children's pointers cost the hooks their words (or the SPINE its caps): pieces that end
+    # at the caps need fewer children. Take them when they leave the hooks more room.
     at_caps = _plan_once(files, replace(limits, pack_to_target=False), today, catalog_line, unpointed)
-    return at_caps if len(at_caps.breaches) < len(plan.breaches) else plan
+    if (len(at_caps.breaches), -at_caps.floor) < (len(plan.breaches), -plan.floor):
+        return at_caps
+    return plan
 
 
 def _plan_once(files: dict[str, bytes], limits: CompactLimits, today: str, catalog_line: str | None,

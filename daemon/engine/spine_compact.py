@@ -86,7 +86,7 @@ class SpineCompactor:
             limit = max(level, floor_of(entry, self.floor))
             text = cache.get((entry.key, limit))
             if text is None:
-                text = cache[(entry.key, limit)] = rewrite(entry, limit, self.model.pinned)
+                text = cache[(entry.key, limit)] = rewrite(entry, limit, self.model.pinned, self.model.common)
             if byte_len(text) < natural[entry.key]:
                 entry.text, entry.limit = text, limit
         return self.model.size
@@ -116,7 +116,7 @@ class SpineCompactor:
     def _refit(self, entry: Entry) -> None:
         if entry.size > self.level and entry.detail_target is not None:
             entry.limit = max(self.level, floor_of(entry, self.floor))
-            entry.text = rewrite(entry, entry.limit, self.model.pinned)
+            entry.text = rewrite(entry, entry.limit, self.model.pinned, self.model.common)
             entry.cut = entry.cut or rtrim(hook_of_entry(entry.text)) != entry.hook
 
     # 2. lines -----------------------------------------------------------------------------
@@ -176,7 +176,8 @@ class SpineCompactor:
                 key = (first.key, first.hook, len(first.group), together, second.key, second.hook, len(second.group))
                 if key not in memo:
                     must = must_keep(first, self.model.pinned) or must_keep(second, self.model.pinned)
-                    memo[key] = merged_text(first, second, min(cap, together), must, HOOK_FLOORS[0])
+                    memo[key] = merged_text(first, second, min(cap, together), must, HOOK_FLOORS[0],
+                                            self.model.common)
                 text = memo[key]
                 if text is not None and byte_len(text) <= cap:
                     best = (together, position, first, second, text)

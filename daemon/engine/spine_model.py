@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..store.hooks import short_entry, short_hook
+from ..store.hooks import common_phrases, short_entry, short_hook
 from ..store.spine import (
     DOUBLE_DASH_RE,
     EM_DASH,
@@ -55,7 +55,7 @@ class Entry:
     limit: int | None = None  # the length it was shortened to
     original_hook: str = ""  # the hook as read: what Index detail receives
     detail_target: str | None = None  # where its whole hook goes when it is cut or merged
-    normalized: str | None = None  # the line with its pointers joined by " + " (read with ", " or " / ")
+    normalized: bool = False  # read with its pointers joined by ", " or " / ": it is written with " + "
 
     def __post_init__(self) -> None:
         self.original_hook = self.original_hook or self.hook
@@ -68,12 +68,17 @@ class Entry:
         """The joined entry as the plan leaves it."""
         if self.text is not None:
             return self.text
-        if self.normalized is not None:
-            return self.normalized
+        if self.normalized:
+            return self.plain()
         first = self.first_line
         if self.group_changed:
             first = "- " + format_group(self.group) + LEADING_GROUP_RE.sub("", self.first_line, count=1)
         return " ".join((first, *self.continuations))
+
+    def plain(self) -> str:
+        """The entry as one line: its group joined by " + ", a dash, its hook."""
+        group = format_group(self.group)
+        return rtrim(f"- {group} {EM_DASH} {self.hook}" if self.hook else f"- {group}")
 
     def current_hook(self) -> str:
         return rtrim(hook_of_entry(self.current()))
@@ -89,7 +94,7 @@ class Entry:
     def render(self, ending: str) -> list[str]:
         if self.removed:
             return []
-        text = self.text if self.text is not None else self.normalized
+        text = self.text if self.text is not None else self.plain() if self.normalized else None
         if text is not None:
             return [replace_line_body(self.raw_lines[-1], text) if self.raw_lines else text + ending]
         if self.group_changed:
@@ -141,6 +146,8 @@ class SpineModel:
             self.rows.append(Row("", entry))
             index += parsed.line_count
         self._next_key = len(self.entries)
+        # What many entries say tells a reader little about which file to open (see hooks.py).
+        self.common = common_phrases([e.hook for e in self.entries if not e.is_catalog])
         self.pinned: Callable[[str], bool] = lambda path: False
         self._index: dict[str, Entry] | None = None
 
@@ -229,7 +236,7 @@ class SpineModel:
         host.group_changed = True
         self.forget_index()
         if host.text is not None:  # already rewritten: write it again with the longer group
-            host.text = rewrite(host, host.limit or host.size, self.pinned)
+            host.text = rewrite(host, host.limit or host.size, self.pinned, self.common)
 
     def droppable_blank_rows(self) -> list[Row]:
         """Blank lines whose removal joins nothing: the next line is not one a reader would
@@ -257,7 +264,7 @@ def _normalize_joiners(entry: Entry) -> None:
     hook = rtrim(DOUBLE_DASH_RE.sub("", EM_DASH_RE.sub("", rest, count=1), count=1))  # as hook_of_entry
     entry.group = list(pointers)
     entry.hook = hook
-    entry.normalized = rtrim(f"- {format_group(entry.group)} {EM_DASH} {hook}" if hook else f"- {format_group(entry.group)}")
+    entry.normalized = True
 
 
 def _joined_safely(lines: list[str], ending: str) -> list[str]:
@@ -266,11 +273,11 @@ def _joined_safely(lines: list[str], ending: str) -> list[str]:
             for i, line in enumerate(lines)]
 
 
-def rewrite(entry: Entry, limit: int, pinned: Callable[[str], bool]) -> str:
+def rewrite(entry: Entry, limit: int, pinned: Callable[[str], bool], common: frozenset[str] = frozenset()) -> str:
     """The entry as one line within ``limit`` bytes where its words allow (see hooks.py)."""
     if not entry.hook:
         return f"- {format_group(entry.group)}"
-    return short_entry(format_group(entry.group), entry.hook, limit, must_keep(entry, pinned))
+    return short_entry(format_group(entry.group), entry.hook, limit, must_keep(entry, pinned), common)
 
 
 def must_keep(entry: Entry, pinned: Callable[[str], bool]) -> tuple[str, ...]:
@@ -278,7 +285,8 @@ def must_keep(entry: Entry, pinned: Callable[[str], bool]) -> tuple[str, ...]:
     return ("pinned",) if any(pinned(p) for p in entry.paths) else ()
 
 
-def merged_text(first: Entry, second: Entry, limit: int, must: tuple[str, ...], floor: int) -> str | None:
+def merged_text(first: Entry, second: Entry, limit: int, must: tuple[str, ...], floor: int,
+                common: frozenset[str] = frozenset()) -> str | None:
     """One multi-pointer line for two entries: both hooks in order, each shortened to its share
     of ``limit`` when both do not fit whole; None when a hook would keep less than ``floor``
     bytes (or less than all of a shorter one)."""
@@ -290,8 +298,8 @@ def merged_text(first: Entry, second: Entry, limit: int, must: tuple[str, ...], 
         return rtrim(whole)
     room = max(0, limit - byte_len(head) - 1)
     share = room // 2
-    one = short_hook(first.hook, share, must)
-    two = short_hook(second.hook, room - byte_len(one), must if "pinned" not in one else ())
+    one = short_hook(first.hook, share, must, common)
+    two = short_hook(second.hook, room - byte_len(one), must if "pinned" not in one else (), common)
     for kept, hook in ((one, first.hook), (two, second.hook)):
         if byte_len(kept) < min(byte_len(hook), floor):
             return None

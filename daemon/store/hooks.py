@@ -23,6 +23,7 @@ Only links, which must never leave the SPINE, can make a hook longer than its li
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -159,7 +160,7 @@ def clauses(hook: str) -> list[str]:
     return [c.text + c.delim for c in split_clauses(hook)]
 
 
-def _keys(text: str) -> list[str]:
+def distinctive_phrases(text: str) -> list[str]:
     """The distinctive phrases of a text, in order, each once: runs of distinctive atoms next
     to each other ("Acme Bank", "HTTP 429"), links and markers included."""
     found: list[str] = []
@@ -278,16 +279,17 @@ class _Draft:
 
 
 @lru_cache(maxsize=65536)
-def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = ()) -> str:
-    """A hook of at most ``limit`` bytes made of the old hook's clauses (see the module docstring)."""
+def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = (), common: frozenset[str] = frozenset()) -> str:
+    """A hook of at most ``limit`` bytes made of the old hook's clauses (see the module docstring).
+
+    ``common`` holds phrases that many entries of the SPINE share: they tell a reader little
+    about which file to open, so they count for less and never become keywords."""
     if byte_len(hook) <= limit:
         return hook
     parsed = _parse(hook.strip())
     base = _Draft(parsed, [])
-    if base.size() > limit:  # the Read sentence alone is over the room: cut it, keep its links
-        links = LINK_RE.findall(parsed.read)
-        cut = _cut_words(parsed.read, max(0, limit - sum(byte_len(x) + 1 for x in links)))
-        return " ".join(p for p in (cut, *(x for x in links if x not in cut)) if p)
+    if base.size() > limit:  # the Read sentence alone is over the room
+        return _tiny_hook(hook, parsed, limit, must_keep, common)
     wanted = list(dict.fromkeys(MARKER_TEXT_RE.findall(hook)))
     wanted += [w for w in must_keep if w not in hook or (w == "pinned" and "pinned" not in parsed.read)]
     for word in wanted:  # markers and "pinned" are worth more than the lead clause's last words
@@ -308,7 +310,7 @@ def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = ()) -> str:
             if cut:
                 base.kept[lead.index] = cut
     body_text = " ".join(c.text + c.delim for c in (lead, *parsed.body) if c is not None)
-    keys = _keys(body_text)
+    keys = distinctive_phrases(body_text)
     ordered = _by_priority(parsed.body)
     best: tuple[tuple[int, int, int], str] | None = None
     for start in bases:
@@ -327,16 +329,37 @@ def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = ()) -> str:
                 if link not in text:
                     draft.keywords.append(link)
             for key in sorted(keys, key=_numeric):  # names and code before bare numbers and dates
-                if key not in text and key not in draft.keywords and not key.startswith("["):
+                if key not in text and key not in draft.keywords and not key.startswith("[") and key not in common:
                     draft.try_keyword(key, limit)
             text = draft.render()
-            # A whole clause reads better than a keyword: it counts as much as a distinctive phrase.
-            covered = sum(1 for key in keys if key in text)
-            score = (covered + len(draft.kept), covered, -len(draft.keywords))
+            # A whole clause reads better than a keyword: it counts as much as a rare phrase; a
+            # phrase many entries share counts a quarter.
+            covered = sum(1 if key in common else 4 for key in keys if key in text)
+            score = (covered + 4 * len(draft.kept), covered, -len(draft.keywords))
             if best is None or score > best[0]:
                 best = (score, text)
     assert best is not None
     return best[1]
+
+
+def _tiny_hook(hook: str, parsed: _Parsed, limit: int, must_keep: tuple[str, ...], common: frozenset[str]) -> str:
+    """Room for less than the Read sentence: a cut "Read before…" tells a reader nothing, so
+    the room goes to the rarest names (and "pinned", and any link, which must stay)."""
+    links = LINK_RE.findall(hook)
+    words = [w for w in must_keep if w not in links]
+    lead_keys = distinctive_phrases(" ".join(c.text + c.delim for c in (parsed.lead, *parsed.body) if c))
+    ranked = sorted((k for k in lead_keys if not k.startswith("[")), key=lambda k: (k in common, _numeric(k)))
+    chosen: list[str] = []
+    head = "; ".join(words) + ("; " if words else "") + KEYWORDS
+    for key in ranked:
+        candidate = head + ", ".join([*chosen, key])
+        if byte_len(candidate + ".") + sum(byte_len(x) + 1 for x in links) > limit:
+            continue
+        chosen.append(key)
+    text = head + ", ".join(chosen) + "."
+    if not chosen:  # no name fits either: the first words of the Read sentence, then
+        text = _cut_words(parsed.read, max(0, limit - sum(byte_len(x) + 1 for x in links)))
+    return " ".join(p for p in (text, *(x for x in links if x not in text)) if p)
 
 
 def _numeric(key: str) -> bool:
@@ -354,16 +377,25 @@ def _without(text: str, extras: list[str]) -> str:
 def _by_priority(body: tuple[Clause, ...]) -> list[Clause]:
     """Clauses with links first, then by how much a reader searches for per byte, then in order."""
     def rank(clause: Clause) -> tuple[int, float, int]:
-        keys = _keys(clause.text)
+        keys = distinctive_phrases(clause.text)
         has_link = bool(LINK_RE.search(clause.text))
         return (0 if has_link else 1, -len(keys) / max(1, byte_len(clause.text)), clause.index)
     return sorted(body, key=rank)
 
 
-def short_entry(group: str, hook: str, limit: int, must_keep: tuple[str, ...] = ()) -> str:
+def short_entry(group: str, hook: str, limit: int, must_keep: tuple[str, ...] = (),
+                common: frozenset[str] = frozenset()) -> str:
     """``- <group> — <short hook>`` within ``limit`` bytes (the group itself is never cut)."""
     head = f"- {group} \u2014 "
-    return rtrim(head + short_hook(hook, max(0, limit - byte_len(head)), must_keep))
+    return rtrim(head + short_hook(hook, max(0, limit - byte_len(head)), must_keep, common))
+
+
+def common_phrases(hooks: list[str], share: int = 3) -> frozenset[str]:
+    """The distinctive phrases that ``share`` or more of the hooks mention."""
+    counts: Counter[str] = Counter()
+    for hook in hooks:
+        counts.update(set(distinctive_phrases(hook)))
+    return frozenset(phrase for phrase, count in counts.items() if count >= share)
 
 
 def entry_within_cap(entry: str, path: str, pinned: bool, entry_cap: int, target: int) -> tuple[str, str]:
