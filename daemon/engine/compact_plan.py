@@ -11,6 +11,7 @@ Nothing is archived to make room.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..policy import Policy
@@ -24,6 +25,7 @@ from .spine_model import Entry, SpineModel, format_group
 from .writes import FileWrite, Step
 
 NUMBER_RE = re.compile(r"-([0-9]+)\.md$")
+DETAIL_OVERHEAD = (4, 60)  # lines and bytes an Index detail section adds besides the hook itself
 HOOK_RESERVE = 80  # bytes a pointer group leaves for its hook before children go to a line of their own
 ROUNDS = 8
 
@@ -146,8 +148,8 @@ def _split(tree: _Tree, path: str, limits: CompactLimits, title: str, after_deta
     if outcome is None:
         return []
     unsplittable += outcome.over_cap
-    if not outcome.children:
-        return []
+    if not outcome.children or outcome.over_cap:
+        return []  # a split that leaves a piece over its caps only moves the debt to a new file
     names = [name for name, _ in outcome.children]
     step = Step(f"{title} {path} into {', '.join(names)}")
     for name, data in outcome.children:  # children first: no line is ever only in flight
@@ -177,15 +179,22 @@ def _place_children(model: SpineModel, parent: str, children: list[str], cap: in
             fitting.append(pointer)
         if fitting:
             model.add_pointers(host, fitting, parent)
-    rest = pointers[len(fitting):]
+    _continuation_lines(model, host, parent, pointers[len(fitting):], cap)
+
+
+def _continuation_lines(model: SpineModel, host: Entry | None, parent: str, pointers: list[Pointer],
+                        cap: int) -> None:
+    """Lines of their own for a family's pointers that its entry has no room for, right after
+    the entry and the family's earlier continuation lines, in order."""
     after: Entry | None = host
     hook = f"continues `{parent}`."
-    if host is not None and rest:  # after the lines of this family's earlier overflow, keeping their order
+    if host is not None and pointers:
         live = model.live_entries()
         at = live.index(host) + 1
         while at < len(live) and live[at].is_new and live[at].hook == hook:
             after = live[at]
             at += 1
+    rest = list(pointers)
     while rest:
         line: list[Pointer] = []
         for pointer in rest:
@@ -195,6 +204,25 @@ def _place_children(model: SpineModel, parent: str, children: list[str], cap: in
         rest = rest[len(line):]
         section = after.section if after is not None else 0
         after = model.new_entry(line, hook, after, section)
+
+
+def _relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], cap: int) -> None:
+    """An entry whose pointer group leaves its hook no room (a family that grew child by child)
+    gives its trailing split children a continuation line of their own."""
+    for entry in list(model.live_entries()):
+        if entry.is_catalog or entry.is_new:
+            continue
+        moved: list[Pointer] = []
+        while len(entry.group) > 1 and byte_len(f"- {format_group(entry.group)} \u2014 ") + HOOK_RESERVE > cap:
+            last = entry.group[-1]
+            if parent_of(last.path) is None or (moved and parent_of(last.path) != parent_of(moved[0].path)):
+                break
+            moved.insert(0, entry.group.pop())
+        if not moved:
+            continue
+        entry.group_changed = True
+        model.forget_index()
+        _continuation_lines(model, entry, parent_of(moved[0].path) or "", moved, cap)
 
 
 def _build_model(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: CompactLimits,
@@ -233,7 +261,16 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
         _place_children(model, parent, kids, limits.spine.entry_cap)
 
     def detail_target(entry: Entry) -> str | None:
-        return next((p for p in entry.paths if is_tier_path(p) and contained(p, "tier") and p in tree.files), None)
+        """The first file of the entry's group, or the first one with room for the whole hook
+        when the first has none (an append that splits a file moves pointers, and so the cuts)."""
+        members = [p for p in entry.paths if is_tier_path(p) and contained(p, "tier") and p in tree.files]
+        need = byte_len(entry.original_hook) + DETAIL_OVERHEAD[1]
+        for path in members:
+            file = tree.knowledge(path)
+            if file.oversize_reason is None and file.size + need <= limits.file_max_bytes and \
+                    file.line_count + DETAIL_OVERHEAD[0] <= limits.file_max_lines:
+                return path
+        return members[0] if members else None
 
     def parent_of(path: str) -> str | None:
         if path not in tree.files:
@@ -241,6 +278,7 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
         parent = tree.knowledge(path).split_from
         return parent if parent and parent in tree.files and parent != path else None
 
+    _relieve_crowded(model, parent_of, limits.spine.entry_cap)
     compactor = SpineCompactor(model, limits.spine, detail_target, parent_of)
     return model, compactor.run(floor)
 

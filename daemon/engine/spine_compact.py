@@ -15,6 +15,7 @@ group) are never cut or merged.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -28,6 +29,7 @@ from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep
 # a line of bare pointers tells a reader little about when to open the files. Only when the
 # SPINE would otherwise stay over a hard cap is the floor lowered, step by step.
 HOOK_FLOORS = (80, 60, 45, 30, 15, 0)
+CONTINUES_RE = re.compile(r"^continues `[^`]+`\.$")  # the hook of a family's continuation line
 
 
 def floor_of(entry: Entry, floor: int) -> int:
@@ -69,8 +71,8 @@ class SpineCompactor:
         self.parent_of = is_split_child_of
         self.movable: list[Entry] = []
         for entry in model.live_entries():
-            if entry.is_catalog or entry.is_new or not entry.group:
-                continue  # new lines (children that overflow a line) are written short already
+            if entry.is_catalog or entry.is_new or not entry.group or CONTINUES_RE.match(entry.hook):
+                continue  # a family's continuation lines are short already, and their hook says all they say
             entry.detail_target = detail_target(entry)
             if entry.detail_target is not None:
                 self.movable.append(entry)

@@ -177,7 +177,7 @@ class _Packer:
     """The fewest pieces within a limit, by dynamic programming over the possible cuts."""
 
     def __init__(self, raw_lines: list[str], starts: list[Cut], end: int, ending: str,
-                 header: list[str], footer: list[str], limit: Limit, caps: Limit) -> None:
+                 header: list[str], footer: list[str], limit: Limit, caps: Limit, link: str = "") -> None:
         self.starts = starts  # starts[0] is the parent's start (line 0)
         self.end = end
         self.ending = ending
@@ -188,6 +188,7 @@ class _Packer:
         self.header = (len(header), sum(byte_len(h) for h in header))
         self.footer = (len(footer) + 1, sum(byte_len(f) for f in footer) + len(ending)) if footer else (0, 0)
         self.continued = (2, byte_len(CONTINUED.format(path="x" * 120 + ".md")) + 2 * len(ending))
+        self.link = (2, byte_len(link) + len(ending)) if link else (0, 0)  # an older Continued line, last
 
     def size(self, first: int, last: int) -> tuple[int, int]:
         """Lines and bytes of the piece from starts[first] to starts[last] (or the end)."""
@@ -202,6 +203,8 @@ class _Packer:
             size += self.header[1] + sum(byte_len(_reopened(h) + self.ending) for h in reopen)
         if last < len(self.starts):
             lines, size = lines + self.continued[0], size + self.continued[1]
+        else:
+            lines, size = lines + self.link[0], size + self.link[1]
         return lines, size
 
     def within(self, size: tuple[int, int], limit: Limit) -> bool:
@@ -277,16 +280,23 @@ def split_knowledge_file(path: str, raw: bytes, max_lines: int, max_bytes: int,
     ending = dominant_ending(text)
     _, body_start = parse_frontmatter(clean)
     tail = footer_start(clean, len(clean))
-    link = next((i for i in range(tail - 1, body_start - 1, -1) if CONTINUED_LINE_RE.match(clean[i])), tail)
-    # The parent keeps at least one block of its own, and an older Continued line stays last.
+    # An older Continued line goes last in the new chain, whatever an agent appended after it.
+    at = next((i for i in range(tail - 1, body_start - 1, -1) if CONTINUED_LINE_RE.match(clean[i])), None)
+    link = ""
+    if at is not None:
+        link = raw_lines.pop(at)
+        link = link if link.endswith("\n") else link + ending
+        del clean[at]
+        tail -= 1
+    # The parent keeps at least one block of its own.
     content = next((i for i in range(body_start, tail) if clean[i].strip() and not HEADING_RE.match(clean[i])), tail)
-    cuts = [c for c in find_cuts(clean, body_start, tail) if content < c.index < link]
+    cuts = [c for c in find_cuts(clean, body_start, tail) if content < c.index]
     footer = raw_lines[tail:]
     while footer and not footer[0].strip():
         footer = footer[1:]  # one blank line will separate it from the Continued line
     header = _child_header(file, path, ending)
     starts = [Cut(0), *cuts]
-    packer = _Packer(raw_lines, starts, tail, ending, header, footer, limit, caps)
+    packer = _Packer(raw_lines, starts, tail, ending, header, footer, limit, caps, link)
     chosen, over_caps, over_target = packer.pack()
     outcome = SplitOutcome(parent=b"", over_target=over_target)
     ends = [*chosen[1:], len(starts)]
@@ -313,6 +323,11 @@ def split_knowledge_file(path: str, raw: bytes, max_lines: int, max_bytes: int,
                if stop - begin + len(header) + 3 <= max_lines else ""))
     if len(chosen) == 1:
         return outcome if outcome.over_cap else None
+    if link:  # the older link ends the last piece: the chain reads on into the older children
+        pieces_end = _closed(raw_lines[:tail], ending)
+        raw_lines = [*pieces_end, *([ending] if pieces_end and pieces_end[-1].strip() else []), link,
+                     *raw_lines[tail:]]
+        tail = len(pieces_end) + (1 if pieces_end and pieces_end[-1].strip() else 0) + 1
     names = child_names(path, bool(file.split_from), taken, len(chosen) - 1)
     pieces: list[list[str]] = []
     for number, (first, last) in enumerate(zip(chosen, ends)):
