@@ -51,6 +51,7 @@ class CompactReport:
                 "entries_merged": len(plan.merged),
                 "files_split": len(plan.splits),
                 "children_created": plan.children,
+                "pieces_over_target": plan.pieces_over_target,
                 "level": plan.level,
                 "hook_floor": plan.floor,
                 "changes": [asdict(c) for c in plan.changes],
@@ -126,7 +127,8 @@ def render_plan(plan: CompactPlan, heading: str) -> list[str]:
                    f"{change.target}")
         if change.after:
             out.append(f"      {clip(change.after, 160)}")
-    out.append(f"files split: {len(plan.splits)} ({plan.children} new files)")
+    out.append(f"files split: {len(plan.splits)} ({plan.children} new files; "
+               f"{plan.pieces_over_target} pieces end over the compaction target)")
     for split in plan.splits:
         why = " (over its caps after Index detail)" if split.after_index_detail else ""
         out.append(f"    - {split.path} -> {', '.join(split.children)}{why}")

@@ -61,7 +61,9 @@ def render_text(outcome: MigrateOutcome) -> str:
             c = plan.compact
             out.append(f"entries shortened: {len(c.cut)}; merged: {len(c.merged)}; files split: {len(c.splits)} "
                        f"({c.children} new files); legacy archives adopted: {len(plan.adoptions)}; "
-                       f"files with evidence moved: {len(plan.evidence)}; lifecycle moves: {len(plan.lifecycle)}")
+                       f"files with evidence moved: {len(plan.evidence)}; lifecycle moves: {len(plan.lifecycle)}; "
+                       f"split pieces over the compaction target: {c.pieces_over_target}")
+        out += [f"headroom not reached (the SPINE ends above migrate_max_*): {h}" for h in plan.headroom_missed]
         if plan.refusal:
             out.append("REFUSED; nothing would be changed:")
             out += [f"    - {r}" for r in plan.refusal]
@@ -108,6 +110,8 @@ def render_json(outcome: MigrateOutcome) -> str:
             "entries_merged": len(plan.compact.merged) if plan.compact else 0,
             "files_split": len(plan.compact.splits) if plan.compact else 0,
             "children_created": plan.compact.children if plan.compact else 0,
+            "pieces_over_target": plan.compact.pieces_over_target if plan.compact else 0,
+            "headroom_missed": plan.headroom_missed,
             "lifecycle_moves": [m.source for m in plan.lifecycle],
         },
     }
