@@ -25,6 +25,8 @@ from ..store.snapshot import Snapshot, take_snapshot
 from ..store.text import clip
 from .passes import locked_pass
 
+PLAN_ATTEMPTS = 2  # a file changed under the first attempt: plan once more from the store as it is
+
 
 @dataclass
 class CompactReport:
@@ -74,6 +76,9 @@ def _outcome_dict(outcome: CompactOutcome | None) -> dict[str, Any] | None:
         "written": [{"path": p, "sha256": s} for p, s in outcome.written],
         "self_check": [f.to_dict() for f in outcome.self_check],
         "still_over_budget": [f.to_dict() for f in outcome.still_over_budget],
+        "rolled_back": outcome.rolled_back,
+        "restored": outcome.restored,
+        "kept": outcome.kept,
     }
 
 
@@ -103,13 +108,28 @@ def run_compact(store: Path, policy: Policy, clock: Callable[[], datetime], wait
         report.notes += resumed.all_notes
         if resumed.compaction is not None and resumed.compaction.journal is not None:
             report.recovery = resumed.compaction
-        before = take_snapshot(ctx.root)
-        report.plan = plan_for(before, policy, ctx.now())
-        report.outcome = apply_compaction(ctx, report.plan, before)
-        if not report.plan.steps:
+        if report.recovery is not None and report.recovery.rolled_back:
+            report.notes.append(_rollback_note("an interrupted compaction", report.recovery))
+            ctx.take_baseline()
+        for attempt in range(PLAN_ATTEMPTS):
+            before = take_snapshot(ctx.root)
+            plan = report.plan = plan_for(before, policy, ctx.now())
+            report.outcome = apply_compaction(ctx, plan, before)
+            if report.outcome.rolled_back:
+                report.notes.append(_rollback_note("the compaction", report.outcome))
+            if not report.outcome.interrupted or attempt + 1 == PLAN_ATTEMPTS:
+                break
+            ctx.take_baseline()  # planned again from the store as it now is, the foreign edit in it
+        if not plan.steps:
             report.notes.append("nothing to compact: the SPINE and every tier file are within their targets"
-                                if not report.plan.debt else "nothing more can be done mechanically")
+                                if not plan.debt else "nothing more can be done mechanically")
         return report
+
+
+def _rollback_note(what: str, outcome: CompactOutcome) -> str:
+    kept = f"; kept as changed since: {', '.join(outcome.kept)}" if outcome.kept else ""
+    return (f"{what} was rolled back ({outcome.rolled_back}): {len(outcome.restored)} files given back their "
+            f"bytes{kept}")
 
 
 def render_plan(plan: CompactPlan, heading: str) -> list[str]:
@@ -143,8 +163,11 @@ def _render_outcome(title: str, outcome: CompactOutcome) -> list[str]:
     out = [(f"{title}: journal {outcome.journal or '(none)'}; {len(outcome.steps_done)} steps, "
             f"{len(outcome.written)} files written")]
     if outcome.self_check:
-        out.append("self-check FAILED:")
+        out.append("self-check FAILED:" + (" the pass was rolled back, the store is as it was"
+                                           if outcome.rolled_back else ""))
         out += [f"    - [{f.group}] {f.message}" for f in outcome.self_check]
+    elif outcome.rolled_back:
+        out.append(f"rolled back: {outcome.rolled_back}")
     elif outcome.journal is not None:
         out.append("self-check passed (C1-C3, C4 against the store before the pass)")
     if outcome.still_over_budget:
