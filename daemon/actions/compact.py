@@ -109,14 +109,13 @@ def run_compact(store: Path, policy: Policy, clock: Callable[[], datetime], wait
         if resumed.compaction is not None and resumed.compaction.journal is not None:
             report.recovery = resumed.compaction
         if report.recovery is not None and report.recovery.rolled_back:
-            report.notes.append(_rollback_note("an interrupted compaction", report.recovery))
             ctx.take_baseline()
         for attempt in range(PLAN_ATTEMPTS):
             before = take_snapshot(ctx.root)
             plan = report.plan = plan_for(before, policy, ctx.now())
             report.outcome = apply_compaction(ctx, plan, before)
             if report.outcome.rolled_back:
-                report.notes.append(_rollback_note("the compaction", report.outcome))
+                report.notes.append(report.outcome.rollback_note("the compaction"))
             if not report.outcome.interrupted or attempt + 1 == PLAN_ATTEMPTS:
                 break
             ctx.take_baseline()  # planned again from the store as it now is, the foreign edit in it
@@ -124,12 +123,6 @@ def run_compact(store: Path, policy: Policy, clock: Callable[[], datetime], wait
             report.notes.append("nothing to compact: the SPINE and every tier file are within their targets"
                                 if not plan.debt else "nothing more can be done mechanically")
         return report
-
-
-def _rollback_note(what: str, outcome: CompactOutcome) -> str:
-    kept = f"; kept as changed since: {', '.join(outcome.kept)}" if outcome.kept else ""
-    return (f"{what} was rolled back ({outcome.rolled_back}): {len(outcome.restored)} files given back their "
-            f"bytes{kept}")
 
 
 def render_plan(plan: CompactPlan, heading: str) -> list[str]:

@@ -151,6 +151,11 @@ class CompactOutcome:
     def ok(self) -> bool:
         return not self.self_check
 
+    def rollback_note(self, what: str) -> str:
+        kept = f"; kept as changed since: {', '.join(self.kept)}" if self.kept else ""
+        return (f"{what} was rolled back ({self.rolled_back}): {len(self.restored)} files given back their "
+                f"bytes{kept}")
+
 
 def _new_journal(ctx: PassContext, steps: list[Step]) -> CompactJournal:
     directory = ctx.root / COMPACT_JOURNALS_DIR
@@ -226,16 +231,30 @@ def _undo_plan(root: Path, journal: CompactJournal) -> tuple[dict[str, bytes | N
     return undo, kept
 
 
-def _undo_loses_lines(root: Path, undo: dict[str, bytes | None]) -> list[Finding]:
-    """C4 between the store now and the store once undone: a rollback may lose no line now on disk."""
+def _undo_loses_lines(root: Path, journal: CompactJournal, undo: dict[str, bytes | None],
+                      kept: list[str]) -> list[Finding]:
+    """A kept file this pass had written (a split parent edited since, say) may hold only part of
+    what it held before the pass; undoing the rest (removing the child) must not lose the other
+    part: C4 between the store before the pass and the store once undone."""
+    done = {op.path for step in journal.steps if step.done for op in step.ops if isinstance(op, FileWrite)}
+    written_then_kept = [p for p in kept if p in done]
+    if not written_then_kept:
+        return []  # every kept file is one this pass never wrote: undoing is exact
     now = take_snapshot(root)
-    files = now.file_contents()
+    undone = now.file_contents()
     for path, data in undo.items():
         if data is None:
-            files.pop(path, None)
+            undone.pop(path, None)
         else:
-            files[path] = data
-    return [f for f in check_c4(now, planned_snapshot(now, files)) if f.severity == "fail"]
+            undone[path] = data
+    first = {op.path: op.previous for op in reversed(journal.writes())}
+    before_pass = dict(undone)
+    for path in written_then_kept:
+        previous = first.get(path)
+        if previous is not None:
+            before_pass[path] = previous
+    found = check_c4(planned_snapshot(now, before_pass), planned_snapshot(now, undone))
+    return [f for f in found if f.severity == "fail"]
 
 
 def _roll_back(ctx: PassContext, journal: CompactJournal, outcome: CompactOutcome, reason: str) -> None:
@@ -245,7 +264,7 @@ def _roll_back(ctx: PassContext, journal: CompactJournal, outcome: CompactOutcom
         crashpoint("rollback-started")
     outcome.rolled_back = journal.rolling_back
     undo, outcome.kept = _undo_plan(ctx.root, journal)
-    lost = _undo_loses_lines(ctx.root, undo) if undo else []
+    lost = _undo_loses_lines(ctx.root, journal, undo, outcome.kept) if undo else []
     if lost:
         outcome.kept = sorted(set(outcome.kept) | set(undo))
         outcome.rolled_back = (f"{journal.rolling_back}; not undone, because undoing would lose lines written "

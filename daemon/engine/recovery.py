@@ -42,5 +42,8 @@ def finish_interrupted(ctx: PassContext) -> Resumed:
         resumed.gc = recover_gc(ctx)
     if unfinished_journals(ctx.root):  # a killed compaction's planned writes go first too
         resumed.compaction = recover_compaction(ctx)
-        resumed.notes.append(f"finished an interrupted compaction ({len(resumed.compaction.steps_done)} steps)")
+        if resumed.compaction.rolled_back is None:
+            resumed.notes.append(f"finished an interrupted compaction ({len(resumed.compaction.steps_done)} steps)")
+        else:
+            resumed.notes.append(resumed.compaction.rollback_note("an interrupted compaction"))
     return resumed
