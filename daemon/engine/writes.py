@@ -126,9 +126,9 @@ def carry_out(root: Path, op: Op) -> list[tuple[str, str]]:
             expected = "absent" if op.before is None else f"sha256 {op.before}"
             raise PlanStopped(f"{root / op.path}: changed since the plan was made ({state}, the plan "
                               f"expects {expected}); stopped before writing it. The interrupted pass "
-                              "cannot finish over that change: check the file, then move its journal "
-                              "out of data/compact-journals/ (or data/migration/) and run the command "
-                              "again to plan afresh")
+                              "cannot finish over that change (a compaction undoes its own writes and plans "
+                              "again; a migration: `distilld migrate --revert` puts the backup back and keeps "
+                              "later changes aside)")
         fs.atomic_write(root / op.path, op.data, durable=False)
         return [(op.path, op.after)]
     if isinstance(op, FileMove):

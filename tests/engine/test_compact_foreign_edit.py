@@ -18,6 +18,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -234,6 +235,11 @@ def test_a_killed_rollback_is_finished_by_the_next_run(tmp_path: Path, boundary:
     assert "an interrupted compaction was rolled back" in out, out
     edit_kept(root, "spine")
     healthy_and_whole(root, before)
+
+
+def test_the_rollback_boundaries_are_the_ones_the_engine_has() -> None:
+    source = Path(engine_compact.__file__).read_text()
+    assert set(ROLLBACK_OCCURRENCES) <= set(re.findall(r'crashpoint\("([a-z-]+)"\)', source))
 
 
 def test_the_rollback_boundary_table_matches_a_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
