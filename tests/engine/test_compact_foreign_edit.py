@@ -35,9 +35,8 @@ from builders import EM
 from distilld.cli import main as cli_main
 from distilld.engine.context import PassContext
 from distilld.engine.crash import CRASH_ENV, PAUSE_ENV, PAUSE_FILE_ENV
-from distilld.engine.lock import format_iso, read_lock
 from distilld.store.findings import Finding, fail
-from maintenance_fixtures import have_bash, migrated_store_over_targets, oracle_passes
+from maintenance_fixtures import age_lock, have_bash, migrated_store_over_targets, oracle_passes
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not have_bash(), reason="the reference checker needs bash")]
 PAUSE_AT = "step-marked:2"  # steps 0 and 1 (the splits of craft/testing.md and ops/deploy.md) are done
@@ -115,15 +114,6 @@ def run_killed(args: list[str], crash: str) -> None:
     proc = subprocess.run(args, env=child_env(**{CRASH_ENV: crash}), capture_output=True, timeout=DEADLINE,
                           check=False)
     assert proc.returncode == -signal.SIGKILL, (crash, proc.returncode, proc.stdout, proc.stderr)
-
-
-def age_lock(root: Path) -> None:
-    """A killed child still "holds" `.lock`: make its line an hour old, as time would."""
-    line = read_lock(root)
-    assert line is not None, "a killed pass leaves its .lock behind"
-    old = int(time.time()) - 3600
-    (root / ".lock.test-aging").write_text(f"{line.owner} {old} {format_iso(old)}\n")
-    os.replace(root / ".lock.test-aging", root / ".lock")
 
 
 def cli(args: list[str]) -> tuple[int, str]:

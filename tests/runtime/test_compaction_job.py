@@ -22,14 +22,14 @@ from distilld.actions.status import find_stuck
 from distilld.actions.sync import run_init
 from distilld.engine.context import PassContext
 from distilld.engine.crash import CRASH_ENV
-from distilld.engine.lock import default_owner, format_iso, read_lock
+from distilld.engine.lock import default_owner
 from distilld.log import ActivityLog, StatusFile
 from distilld.policy import load_policy
 from distilld.runtime.jobs import JobEnv, run_job
 from distilld.runtime.links import CompactLink, GitLink
 from distilld.settings import load_settings
 from distilld.store.findings import Finding, fail
-from maintenance_fixtures import have_bash, migrated_store_over_targets, oracle_passes
+from maintenance_fixtures import age_lock, have_bash, migrated_store_over_targets, oracle_passes
 
 POLICY = load_policy()
 pytestmark = pytest.mark.skipif(not have_bash(), reason="the reference checker needs bash")
@@ -87,6 +87,7 @@ def test_a_scheduled_compaction_whose_self_check_fails_is_rolled_back_and_not_co
     assert "compaction failed: self-check failed" in env.activity.path.read_text()
 
 
+@pytest.mark.slow
 def test_a_store_left_mid_pass_is_stuck_and_not_committed_until_the_compaction_recovers_it(tmp_path: Path) -> None:
     root = repository_store(tmp_path)
     shutil.copytree(root, tmp_path / "before", ignore=shutil.ignore_patterns(".git"))
@@ -95,10 +96,7 @@ def test_a_store_left_mid_pass_is_stuck_and_not_committed_until_the_compaction_r
     proc = subprocess.run([sys.executable, "-m", "distilld", "compact", str(root), "--apply"],
                           env={**env, CRASH_ENV: "file-written:1"}, capture_output=True, timeout=120, check=False)
     assert proc.returncode == -signal.SIGKILL, proc
-    line = read_lock(root)
-    assert line is not None
-    old = int(time.time()) - 3600  # the killed child's lock, aged as time would
-    (root / ".lock").write_text(f"{line.owner} {old} {format_iso(old)}\n")
+    age_lock(root)
     job = job_env(root, tmp_path)
 
     follow = run_job(job, "follow", "test")  # the orphan split child is not committed as an agent change
