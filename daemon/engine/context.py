@@ -29,9 +29,21 @@ def _budget_keys(snapshot: Snapshot, found: list[Finding], caps: Caps) -> list[t
     for finding in found:
         if finding.code == "entry-bytes":
             keys.append((finding.code, next(hooks, finding.message)))
+        elif finding.code in ("file-lines", "file-bytes"):
+            keys.append((finding.code, _family_head(snapshot, finding.path)))
         else:
             keys.append((finding.code, finding.path))
     return keys
+
+
+def _family_head(snapshot: Snapshot, path: str) -> str:
+    """The file a split child was cut from (its family's first file): a child still over a cap
+    carries the breach its parent had, it does not add one."""
+    seen = {path}
+    while path in snapshot.files and (parent := snapshot.knowledge(path).split_from) and parent not in seen:
+        seen.add(parent)
+        path = parent
+    return path
 
 
 @dataclass
