@@ -283,13 +283,14 @@ def test_a_self_check_failing_after_the_writes_rolls_the_pass_back_and_exits_non
     no_journal_unfinished(root)
 
 
-@pytest.mark.parametrize("n", [1, 25, 49, 50])
-def test_a_rollback_after_a_failed_self_check_killed_midway_is_finished(tmp_path: Path, n: int) -> None:
-    """The rollback of a pass whose self-check failed, killed after n files given back (the 50th
-    is the catalog); the next run finishes the rollback first, then compacts afresh."""
+@pytest.mark.parametrize(("boundary", "n"), [("rollback-started", 1), ("file-restored", 1), ("file-restored", 25),
+                                             ("file-restored", 49), ("file-restored", 50)])
+def test_a_rollback_after_a_failed_self_check_killed_midway_is_finished(tmp_path: Path, boundary: str, n: int) -> None:
+    """The rollback of a pass whose self-check failed, killed as it starts or after n files given
+    back (the 50th is the catalog); the next run finishes the rollback first, then compacts afresh."""
     root, before = prepared(tmp_path)
     original = tree(root)
-    run_killed([sys.executable, "-c", FAILING_ONCE, "compact", str(root), "--apply"], f"file-restored:{n}")
+    run_killed([sys.executable, "-c", FAILING_ONCE, "compact", str(root), "--apply"], f"{boundary}:{n}")
     age_lock(root)
     assert tree(root) != original
 

@@ -11,6 +11,7 @@ pass does not manage are left byte for byte.
 from __future__ import annotations
 
 import contextlib
+import re
 import io
 import shutil
 import threading
@@ -19,12 +20,15 @@ from pathlib import Path
 
 import pytest
 from builders import EM, FIXED_NOW, StoreBuilder, healthy_store
-from distilld.actions.compact import run_compact
+from distilld.actions.compact import plan_for, run_compact
 from distilld.actions.gc import preview_gc, run_gc_apply
 from distilld.actions.migrate import run_migrate
+from distilld.actions.passes import locked_pass
 from distilld.actions.restore import run_restore
 from distilld.cli import main as cli_main
+from distilld.engine.compact import CompactRefused, apply_compaction
 from distilld.engine.lock import default_owner
+from distilld.engine.writes import FileWrite, Step
 from distilld.log import ActivityLog, StatusFile
 from distilld.policy import load_policy
 from distilld.runtime.jobs import JobEnv, run_job
@@ -32,6 +36,7 @@ from distilld.runtime.links import CompactLink, GitLink
 from distilld.settings import load_settings
 from distilld.store.invariants import check_store
 from distilld.store.snapshot import planned_snapshot, take_snapshot
+from distilld.store.text import sha256_hex
 from maintenance_fixtures import have_bash, migrated_store_over_targets, oracle_passes, unmigrated_store
 
 POLICY = load_policy()
@@ -180,3 +185,36 @@ def test_the_daemons_scheduled_compaction_of_a_store_with_a_local_overlay(tmp_pa
     assert "SPINE.md" in result.summary or "split" in result.summary, result.summary
     oracle_passes(root, tmp_path / "before")
     overlay_kept(root)
+
+
+# -- the whole planned store is checked before the first write (item 8) ----------------------------
+
+@pytest.mark.parametrize("spoil", ["entry-over-its-cap", "tier-file-without-pointer"])
+def test_a_plan_that_would_fail_c1_to_c3_is_refused_before_the_first_write(tmp_path: Path, spoil: str) -> None:
+    """A plan is checked on the store it would leave (C1-C4 against the store before): one that
+    would add a failure is refused with the failure named, and nothing is written, no journal."""
+    root = with_overlay(tmp_path / "store")
+    migrated_store_over_targets(root)
+    shutil.copytree(root, tmp_path / "before")
+    with locked_pass(root, POLICY, clock) as ctx:
+        before = take_snapshot(ctx.root)
+        plan = plan_for(before, POLICY, ctx.now())
+        if spoil == "entry-over-its-cap":  # the last SPINE write gets an entry of 500 bytes
+            write = plan.steps[-1].ops[-1]
+            assert isinstance(write, FileWrite) and write.path == "SPINE.md"
+            write.data += f"- [Long](craft/testing.md) {EM} {'word ' * 100}\n".encode()
+            plan.files["SPINE.md"] = write.data
+            expected = "[C1]"
+        else:  # a new tier file no SPINE line points at
+            data = b"---\ndomain: craft\nscope: Stray\nlast_updated: 2026-11-30\n---\n\n# Stray\n\n- a line.\n"
+            plan.steps.append(Step("write a stray file", [FileWrite("craft/stray.md", None, data)]))
+            plan.files["craft/stray.md"] = data
+            expected = "[C2] active file has no SPINE pointer: craft/stray.md"
+        with pytest.raises(CompactRefused, match=r"would fail its self-check: .*" + re.escape(expected)):
+            apply_compaction(ctx, plan, before)
+
+    assert not (root / "data/compact-journals").exists()
+    assert {p.relative_to(root).as_posix(): sha256_hex(p.read_bytes()) for p in root.rglob("*") if p.is_file()
+            and not p.name.startswith((".lock", ".status"))} == {
+        p.relative_to(tmp_path / "before").as_posix(): sha256_hex(p.read_bytes())
+        for p in (tmp_path / "before").rglob("*") if p.is_file()}
