@@ -19,8 +19,10 @@ from ..engine.compact import (
     unfinished_journals,
 )
 from ..engine.compact_plan import CompactLimits, CompactPlan, plan_compaction
+from ..engine.migrate_plan import _unpointed_children
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
+from ..store.paths import SPINE
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.text import clip
 from .passes import locked_pass
@@ -83,7 +85,11 @@ def _outcome_dict(outcome: CompactOutcome | None) -> dict[str, Any] | None:
 
 
 def plan_for(snapshot: Snapshot, policy: Policy, now: datetime) -> CompactPlan:
-    return plan_compaction(snapshot.file_contents(), CompactLimits.from_policy(policy), now.date().isoformat())
+    """The compaction of the store as it is. A split child the SPINE misses (left by a pass that
+    could not be finished or undone) joins its parent's line, as migration does."""
+    files = snapshot.file_contents()
+    return plan_compaction(files, CompactLimits.from_policy(policy), now.date().isoformat(),
+                           unpointed=_unpointed_children(files, files.get(SPINE, b"")))
 
 
 def preview_compact(store: Path, policy: Policy, now: datetime) -> CompactReport:

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import DistilldError
 from ..store import fs
 from ..store.catalog import render_catalog
-from ..store.findings import Finding
+from ..store.findings import Finding, fail
 from ..store.invariants import check_store
 from ..store.local import pending_migrations
 from ..store.lossless import check_c4
@@ -240,6 +240,11 @@ def _undo_loses_lines(root: Path, journal: CompactJournal, undo: dict[str, bytes
     written_then_kept = [p for p in kept if p in done]
     if not written_then_kept:
         return []  # every kept file is one this pass never wrote: undoing is exact
+    first = {op.path: op for op in reversed(journal.writes())}
+    unknown = [p for p in written_then_kept if first[p].before is not None and first[p].previous is None]
+    if unknown:  # a journal of an older version keeps no bytes: what it replaced cannot be known
+        return [fail("C4", "undo-unknown", unknown[0], f"{unknown[0]}: the bytes it had before the pass "
+                     "are not in the journal")]
     now = take_snapshot(root)
     undone = now.file_contents()
     for path, data in undo.items():
@@ -247,10 +252,9 @@ def _undo_loses_lines(root: Path, journal: CompactJournal, undo: dict[str, bytes
             undone.pop(path, None)
         else:
             undone[path] = data
-    first = {op.path: op.previous for op in reversed(journal.writes())}
     before_pass = dict(undone)
     for path in written_then_kept:
-        previous = first.get(path)
+        previous = first[path].previous
         if previous is not None:
             before_pass[path] = previous
     found = check_c4(planned_snapshot(now, before_pass), planned_snapshot(now, undone))

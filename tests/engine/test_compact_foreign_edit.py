@@ -202,6 +202,33 @@ def test_a_journal_stopped_by_a_later_edit_recovers_without_moving_it_aside(tmp_
     healthy_and_whole(root, before)
 
 
+def test_a_journal_of_the_previous_version_stopped_by_an_edit_is_recovered_too(tmp_path: Path) -> None:
+    """A journal written before journals kept the replaced bytes cannot undo a rewritten file, so
+    the killed pass's writes stay as they are (no line is in flight: a split writes its children
+    first) and the next plan gives the split children it left their SPINE pointers."""
+    root, before = prepared(tmp_path)
+    edit_spine(before)
+    run_killed([sys.executable, "-m", "distilld", "compact", str(root), "--apply"], ROLLBACK_SETUP)
+    age_lock(root)
+    journal = next((root / "data/compact-journals").glob("*.jsonl"))
+    head, *rest = journal.read_text().splitlines()
+    steps = json.loads(head)
+    for step in steps["steps"]:
+        for op in step["ops"]:
+            op.pop("previous", None)
+    journal.write_text("\n".join([json.dumps(steps), *rest]) + "\n")
+    edit_spine(root)
+
+    code, out = cli(["compact", str(root), "--apply"])
+
+    assert code == 0, out
+    assert "not undone, because undoing would lose lines" in out, out
+    spine = (root / "SPINE.md").read_text()
+    assert "(craft/testing-2.md)" in spine and "(ops/deploy-2.md)" in spine
+    edit_kept(root, "spine")
+    healthy_and_whole(root, before)
+
+
 # -- the rollback, killed at each of its boundaries --------------------------------------------------
 
 def rollback_cases() -> list[pytest.param]:
