@@ -15,8 +15,10 @@ replaced; a file that changed since is kept as it is, with the foreign edit. The
 closed as rolled back, and the compaction plans again from the store as it now is. A pass is
 finished instead wherever every file it still has to write is as the plan expects (a crash, not
 an edit). A self-check that fails after writing rolls the pass back the same way. A rollback that
-would lose a line now on disk (an edit to a file whose content this pass moved elsewhere) is not
-made: the journal is closed as it stands and the store's check failures say what is left.
+would lose a line now on disk (an edit to a file whose content this pass moved elsewhere), or that
+cannot know a file's bytes (a journal of an older version), is not made: the writes stay as they
+are, the journal is closed, and the next plan gives the split children they left their SPINE
+pointers (actions/compact.py: plan_for).
 """
 
 from __future__ import annotations
