@@ -7,11 +7,14 @@ store is written into a test's tmp_path. ``oracle`` runs the independent referen
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from builders import EM, StoreBuilder
+from distilld.engine.lock import format_iso, read_lock
 
 ORACLE = Path(__file__).resolve().parent / "oracle" / "distill-check-store.sh"
 OLD_HEADER = ("<!-- Managed by aura-distill. Max 80 lines. Entry: - [Title](path.md) -- when to read this. "
@@ -32,6 +35,15 @@ def oracle_passes(store: Path, before: Path | None = None) -> str:
     expected = ["C1 PASS", "C2 PASS", "C3 PASS"] + (["C4 PASS"] if before else [])
     assert [line for line in out.splitlines() if line[:2] in ("C1", "C2", "C3", "C4")] == expected, out
     return out
+
+
+def age_lock(root: Path) -> None:
+    """The killed child still "holds" `.lock`: make its line an hour old, as time would."""
+    line = read_lock(root)
+    assert line is not None, "a killed pass leaves its .lock behind"
+    old = int(time.time()) - 3600
+    (root / ".lock.test-aging").write_text(f"{line.owner} {old} {format_iso(old)}\n")
+    os.replace(root / ".lock.test-aging", root / ".lock")
 
 
 def have_bash() -> bool:

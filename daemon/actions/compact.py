@@ -19,11 +19,15 @@ from ..engine.compact import (
     unfinished_journals,
 )
 from ..engine.compact_plan import CompactLimits, CompactPlan, plan_compaction
+from ..engine.migrate_plan import _unpointed_children
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
+from ..store.paths import SPINE
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.text import clip
 from .passes import locked_pass
+
+PLAN_ATTEMPTS = 2  # a file changed under the first attempt: plan once more from the store as it is
 
 
 @dataclass
@@ -75,11 +79,18 @@ def _outcome_dict(outcome: CompactOutcome | None) -> dict[str, Any] | None:
         "written": [{"path": p, "sha256": s} for p, s in outcome.written],
         "self_check": [f.to_dict() for f in outcome.self_check],
         "still_over_budget": [f.to_dict() for f in outcome.still_over_budget],
+        "rolled_back": outcome.rolled_back,
+        "restored": outcome.restored,
+        "kept": outcome.kept,
     }
 
 
 def plan_for(snapshot: Snapshot, policy: Policy, now: datetime) -> CompactPlan:
-    return plan_compaction(snapshot.file_contents(), CompactLimits.from_policy(policy), now.date().isoformat())
+    """The compaction of the store as it is. A split child the SPINE misses (left by a pass that
+    could not be finished or undone) joins its parent's line, as migration does."""
+    files = snapshot.file_contents()
+    return plan_compaction(files, CompactLimits.from_policy(policy), now.date().isoformat(),
+                           unpointed=_unpointed_children(files, files.get(SPINE, b"")))
 
 
 def preview_compact(store: Path, policy: Policy, now: datetime) -> CompactReport:
@@ -104,12 +115,20 @@ def run_compact(store: Path, policy: Policy, clock: Callable[[], datetime], wait
         report.notes += resumed.all_notes
         if resumed.compaction is not None and resumed.compaction.journal is not None:
             report.recovery = resumed.compaction
-        before = take_snapshot(ctx.root)
-        report.plan = plan_for(before, policy, ctx.now())
-        report.outcome = apply_compaction(ctx, report.plan, before)
-        if not report.plan.steps:
+        if report.recovery is not None and report.recovery.rolled_back:
+            ctx.take_baseline()
+        for attempt in range(PLAN_ATTEMPTS):
+            before = take_snapshot(ctx.root)
+            plan = report.plan = plan_for(before, policy, ctx.now())
+            report.outcome = apply_compaction(ctx, plan, before)
+            if report.outcome.rolled_back:
+                report.notes.append(report.outcome.rollback_note("the compaction"))
+            if not report.outcome.interrupted or attempt + 1 == PLAN_ATTEMPTS:
+                break
+            ctx.take_baseline()  # planned again from the store as it now is, the foreign edit in it
+        if not plan.steps:
             report.notes.append("nothing to compact: the SPINE and every tier file are within their targets"
-                                if not report.plan.debt else "nothing more can be done mechanically")
+                                if not plan.debt else "nothing more can be done mechanically")
         return report
 
 
@@ -145,8 +164,11 @@ def _render_outcome(title: str, outcome: CompactOutcome) -> list[str]:
     out = [(f"{title}: journal {outcome.journal or '(none)'}; {len(outcome.steps_done)} steps, "
             f"{len(outcome.written)} files written")]
     if outcome.self_check:
-        out.append("self-check FAILED:")
+        out.append("self-check FAILED:" + (" the pass was rolled back, the store is as it was"
+                                           if outcome.rolled_back else ""))
         out += [f"    - [{f.group}] {f.message}" for f in outcome.self_check]
+    elif outcome.rolled_back:
+        out.append(f"rolled back: {outcome.rolled_back}")
     elif outcome.journal is not None:
         out.append("self-check passed (C1-C3, C4 against the store before the pass)")
     if outcome.still_over_budget:

@@ -96,6 +96,10 @@ def find_stuck(data: dict[str, Any] | None, running: bool, service: dict[str, An
     max_wait = watcher.get("max_wait_seconds") or 30
     if running and isinstance(pending_for, (int, float)) and pending_for > 2 * max_wait + 10:
         stuck.append(f"changes have been waiting {_duration(pending_for)} for a pass")
+    for journal in data.get("interrupted") or []:
+        how = ("`distilld migrate --finish` or `--revert` ends it" if str(journal).startswith("data/migration/")
+               else "the next compaction or lifecycle pass finishes it or rolls it back")
+        stuck.append(f"an interrupted pass is not finished: {journal} ({how}; nothing is committed until then)")
     for job, record in (data.get("passes") or {}).items():
         if isinstance(record, dict) and record.get("ok") is False:
             stuck.append(f"the last {job} pass failed: {record.get('summary')}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.lock import AcquireKind, StoreLock, default_owner
+from ..engine.recovery import interrupted_passes
 from ..errors import LockHeld, LockLost
 from ..gitstore.auth import Credentials, apply_timeouts
 from ..gitstore.commit import (
@@ -222,13 +223,18 @@ def committed_operation(store: Path, operation: str, policy: Policy, clock: Call
         record.notes.append(f"the {operation} is not committed: {error}")
         repo_store = None
     before: dict[str, str | None] = {}
-    if repo_store is not None:
+    interrupted = interrupted_passes(repo_store.root) if repo_store is not None else []
+    if interrupted:  # its half-done writes are not the agents': the operation finishes or undoes them
+        record.notes.append(f"agents' changes not committed first: an interrupted pass ({interrupted[0]}) "
+                            "is finished or rolled back first")
+    if repo_store is not None and not interrupted:
         try:
             with lock_holder(repo_store.root, policy)():
                 captured = commit_agent_changes(repo_store, identity.signature(now), new_pass_id(now), time.time())
             record.notes += [f"{p}: not committed: {why}" for p, why in captured.skipped]
         except GitBusy as busy:
             record.notes.append(f"agents' changes not committed first: {busy}")
+    if repo_store is not None and not interrupted:  # else what it left is this operation's to commit
         before = work_tree_ids(repo_store, working_changes(repo_store).paths)
     yield record
     if repo_store is None:

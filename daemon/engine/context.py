@@ -29,9 +29,21 @@ def _budget_keys(snapshot: Snapshot, found: list[Finding], caps: Caps) -> list[t
     for finding in found:
         if finding.code == "entry-bytes":
             keys.append((finding.code, next(hooks, finding.message)))
+        elif finding.code in ("file-lines", "file-bytes"):
+            keys.append((finding.code, _family_head(snapshot, finding.path)))
         else:
             keys.append((finding.code, finding.path))
     return keys
+
+
+def _family_head(snapshot: Snapshot, path: str) -> str:
+    """The file a split child was cut from (its family's first file): a child still over a cap
+    carries the breach its parent had, it does not add one."""
+    seen = {path}
+    while path in snapshot.files and (parent := snapshot.knowledge(path).split_from) and parent not in seen:
+        seen.add(parent)
+        path = parent
+    return path
 
 
 @dataclass
@@ -65,12 +77,17 @@ class PassContext:
     def self_check(self, before: Snapshot | None = None) -> list[Finding]:
         """Failing findings of C1-C3 (and C4 against ``before``) on the store as it is now,
         less the budget breaches that were there before the pass (kept in still_over_budget)."""
-        after = take_snapshot(self.root)
+        new, self.still_over_budget = self.split_failures(take_snapshot(self.root), before)
+        return new
+
+    def split_failures(self, after: Snapshot, before: Snapshot | None = None) -> tuple[list[Finding], list[Finding]]:
+        """The failing findings of C1-C3 (and C4 against ``before``) on ``after``: those this
+        pass would cause, and the budget breaches the store already had."""
         found = check_store(after, self.caps)
         if before is not None:
             found += check_c4(before, after)
         failing = [f for f in found if f.severity == "fail"]
         keys = _budget_keys(after, failing, self.caps)
         known = [key in self.baseline_budget and f.code in BUDGET_CODES for key, f in zip(keys, failing, strict=True)]
-        self.still_over_budget = [f for f, old in zip(failing, known, strict=True) if old]
-        return [f for f, old in zip(failing, known, strict=True) if not old]
+        return ([f for f, old in zip(failing, known, strict=True) if not old],
+                [f for f, old in zip(failing, known, strict=True) if old])

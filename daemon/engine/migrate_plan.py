@@ -25,7 +25,7 @@ from ..store.invariants import check_store
 from ..store.ledger import LEDGER_HEADER, archive_event
 from ..store.lossless import check_c4
 from ..store.paths import CATALOG, LEGACY_PREFIX, SPINE, Layout, contained, is_legacy
-from ..store.snapshot import Snapshot, snapshot_from_files
+from ..store.snapshot import Snapshot, planned_snapshot, snapshot_from_files
 from ..store.spine import Spine, SpineEditor, add_entry, find_entry
 from ..store.stamps import format_utc
 from ..store.text import clip, encode, sha256_hex, split_lines
@@ -176,7 +176,7 @@ def plan_migration(snapshot: Snapshot, policy: Policy, now: datetime, lifecycle_
     virtual = snapshot.root / "data" / "migration" / ".in-memory"  # never created: nothing is read there
     if plan.kind == KIND_FIRST:
         _plan_lifecycle(virtual, files, plan, policy, now)
-    _predict(virtual, snapshot, files, plan, policy, now)
+    _predict(snapshot, files, plan, policy, now)
     return plan
 
 
@@ -260,9 +260,10 @@ def _plan_lifecycle(root: Path, files: dict[str, bytes], plan: MigrationPlan, po
     files[SPINE] = plan.lifecycle_spine
 
 
-def _predict(root: Path, original: Snapshot, files: dict[str, bytes], plan: MigrationPlan, policy: Policy,
+def _predict(original: Snapshot, files: dict[str, bytes], plan: MigrationPlan, policy: Policy,
              now: datetime) -> None:
-    """Run the self-check on the store the plan would leave; refuse what would fail it."""
+    """Run the self-check on the whole store the plan would leave (``local/``, ``inbox/`` and
+    folders distilld does not manage included); refuse what would fail it."""
     if plan.lifecycle:
         ledger = files.get("archive/LEDGER.md", b"")
         text = ledger.decode("utf-8", "surrogateescape") or LEDGER_HEADER
@@ -270,10 +271,10 @@ def _predict(root: Path, original: Snapshot, files: dict[str, bytes], plan: Migr
             text += archive_event(plan.now, move.source, move.sha256, move.sha256_norm, move.reason,
                                   move.spine_entry) + "\n"
         files["archive/LEDGER.md"] = encode(text)
-    files[CATALOG] = encode(render_catalog(snapshot_from_files(root, files), now))
+    files[CATALOG] = encode(render_catalog(planned_snapshot(original, files), now))
     plan.predicted = files
     plan.budget_after = _budget(files, CompactLimits.from_policy(policy))
-    after = snapshot_from_files(root, files)
+    after = planned_snapshot(original, files)
     found: list[Finding] = check_store(after, policy.caps) + check_c4(original, after)
     failing = [f for f in found if f.severity == "fail"]
     if failing and not plan.refusal:

@@ -5,12 +5,15 @@ half-written store and every recovery is said in the report."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from ..errors import DistilldError
+from ..store.local import pending_migrations
 from .compact import CompactOutcome, recover_compaction, unfinished_journals
 from .context import PassContext
 from .gc import GcOutcome, recover_gc
 from .journal import unfinished_manifests
-from .restore import RestoreOutcome, recover_restores
+from .restore import RestoreOutcome, recover_restores, unfinished_restores
 
 
 @dataclass
@@ -42,5 +45,19 @@ def finish_interrupted(ctx: PassContext) -> Resumed:
         resumed.gc = recover_gc(ctx)
     if unfinished_journals(ctx.root):  # a killed compaction's planned writes go first too
         resumed.compaction = recover_compaction(ctx)
-        resumed.notes.append(f"finished an interrupted compaction ({len(resumed.compaction.steps_done)} steps)")
+        if resumed.compaction.rolled_back is None:
+            resumed.notes.append(f"finished an interrupted compaction ({len(resumed.compaction.steps_done)} steps)")
+        else:
+            resumed.notes.append(resumed.compaction.rollback_note("an interrupted compaction"))
     return resumed
+
+
+def interrupted_passes(root: Path) -> list[str]:
+    """Every pass left unfinished in the store (its journal, relative to the store): while one is
+    there the store is mid-pass, so nothing of it is committed and status shows it as stuck."""
+    try:
+        found = [j.path for j in unfinished_journals(root)] + [m.path for m in unfinished_manifests(root)]
+        found += [j.path for j in unfinished_restores(root)] + [p.parent for p in pending_migrations(root)]
+    except (DistilldError, OSError, ValueError) as error:
+        return [f"an unreadable journal: {error}"]
+    return [path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path) for path in found]

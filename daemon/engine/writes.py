@@ -28,11 +28,13 @@ class PlanStopped(DistilldError):
 
 @dataclass
 class FileWrite:
-    """Give ``path`` the bytes ``data``; ``before`` is the checksum it must have (None: absent)."""
+    """Give ``path`` the bytes ``data``; ``before`` is the checksum it must have (None: absent).
+    ``previous`` holds the bytes it replaces, where a pass journals them to be able to undo it."""
 
     path: str
     before: str | None
     data: bytes
+    previous: bytes | None = None
 
     @property
     def after(self) -> str:
@@ -124,9 +126,9 @@ def carry_out(root: Path, op: Op) -> list[tuple[str, str]]:
             expected = "absent" if op.before is None else f"sha256 {op.before}"
             raise PlanStopped(f"{root / op.path}: changed since the plan was made ({state}, the plan "
                               f"expects {expected}); stopped before writing it. The interrupted pass "
-                              "cannot finish over that change: check the file, then move its journal "
-                              "out of data/compact-journals/ (or data/migration/) and run the command "
-                              "again to plan afresh")
+                              "cannot finish over that change (a compaction undoes its own writes and plans "
+                              "again; a migration: `distilld migrate --revert` puts the backup back and keeps "
+                              "later changes aside)")
         fs.atomic_write(root / op.path, op.data, durable=False)
         return [(op.path, op.after)]
     if isinstance(op, FileMove):
@@ -167,7 +169,8 @@ def run_step(root: Path, step: Step, pacer: Pacer,
 
 def op_to_json(op: Op) -> dict[str, Any]:
     if isinstance(op, FileWrite):
-        return {"write": op.path, "before": op.before, "data": decode(op.data)}
+        found = {"write": op.path, "before": op.before, "data": decode(op.data)}
+        return found if op.previous is None else {**found, "previous": decode(op.previous)}
     if isinstance(op, FileMove):
         return {"move": op.source, "to": op.target, "sha256": op.sha256}
     return {"twin": op.path, "header": op.header, "lines": op.lines, "base": op.base, "ending": op.ending,
@@ -176,7 +179,9 @@ def op_to_json(op: Op) -> dict[str, Any]:
 
 def op_from_json(data: dict[str, Any]) -> Op:
     if "write" in data:
-        return FileWrite(str(data["write"]), data.get("before"), encode(str(data["data"])))
+        previous = data.get("previous")
+        return FileWrite(str(data["write"]), data.get("before"), encode(str(data["data"])),
+                         None if previous is None else encode(str(previous)))
     if "move" in data:
         return FileMove(str(data["move"]), str(data["to"]), str(data["sha256"]))
     return TwinAppend(str(data["twin"]), str(data["header"]), [str(x) for x in data["lines"]],

@@ -25,6 +25,7 @@ from ..actions.follow import FollowReport, run_follow
 from ..actions.gc import GcReport, run_gc_apply
 from ..actions.health import write_daily_report
 from ..engine.lock import AcquireKind, LockState, LockStateKind, StoreLock, lock_status
+from ..engine.recovery import interrupted_passes
 from ..errors import DistilldError, LockHeld, LockLost
 from ..log import ActivityLog, StatusFile, get_logger, utc_stamp
 from ..policy import Policy
@@ -287,6 +288,13 @@ def commit_changes(env: JobEnv, trigger: str) -> CommitResult | None:
     if not env.git.available:
         env.status.merge("passes", "commit", {"at": utc_stamp(), "ok": True, "summary": env.git.missing})
         return CommitResult(False, note="git support missing")
+    interrupted = interrupted_passes(env.store)
+    if interrupted:  # a half-done pass (a split child without its pointer, say) is never committed
+        env.status.merge("passes", "commit", {"at": utc_stamp(), "ok": True,
+                                              "summary": f"waiting: an interrupted pass ({interrupted[0]})"})
+        if env.worker is not None and env.compactor.available:
+            env.worker.request("compaction", "interrupted")  # it finishes or rolls it back first
+        return CommitResult(False, note=f"not committed while a pass is unfinished: {interrupted[0]}")
     result = env.git.commit_changes("distilld: agent changes")
     if result.committed:
         agent = [p for p in result.paths if p != CATALOG]
@@ -464,6 +472,8 @@ def run_job(env: JobEnv, job: str, trigger: str) -> PassResult:
     record = {"at": utc_stamp(), "ok": result.ok, "summary": result.summary, "trigger": trigger,
               "duration_seconds": duration}
     env.status.merge("passes", job, record, flush=False)
+    if env.store.is_dir():
+        env.status.update(interrupted=interrupted_passes(env.store), flush=False)
     if not result.ok:
         env.activity.write(f"{job} failed: {result.summary}")
         env.status.update(last_error={"at": utc_stamp(), "job": job, "message": result.summary}, flush=False)

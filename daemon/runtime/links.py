@@ -252,6 +252,10 @@ def describe_compaction(report: Any) -> CompactResult:
         lines.append(f"finished an interrupted compaction ({len(recovery.written)} files written)")
     written = [path for path, _ in (outcome.written if outcome else [])]
     summary = "; ".join(report.notes) or "nothing to compact"
+    rolled_back = getattr(outcome, "rolled_back", None)
+    if rolled_back:  # the store is as it was (and any foreign edit kept): nothing was compacted
+        lines.append(f"compaction rolled back ({rolled_back})")
+        written = []
     if plan is not None and plan.steps and outcome is not None and written:
         (lines_before, bytes_before), (lines_after, bytes_after) = plan.spine_before, plan.spine_after
         parts = []

@@ -41,6 +41,7 @@ class Snapshot:
     symlinks: list[str] = field(default_factory=list)
     contents: dict[str, bytes] = field(default_factory=dict)
     read_errors: list[ReadError] = field(default_factory=list)
+    removed: frozenset[str] = frozenset()  # gone in the store a plan would leave (planned_snapshot)
 
     # -- file sets of the reference checker -------------------------------------------------
     @cached_property
@@ -97,6 +98,8 @@ class Snapshot:
 
     def exists(self, path: str) -> bool:
         """Is there a file at this store-relative path (as ``test -f`` would say)?"""
+        if path in self.removed:
+            return False
         if path in self.files:
             return True
         if path in self._symlinked_files:
@@ -198,8 +201,28 @@ def snapshot_from_files(root: Path, files: Mapping[str, bytes]) -> Snapshot:
     there that ``files`` does not hold."""
     snapshot = Snapshot(root=root)
     for path, raw in files.items():
-        top = path.split("/", 1)[0]
-        if path in (SPINE, CATALOG) or ("/" in path and top in SCANNED_DIRS):
+        if _scanned(path):
             snapshot.files.add(path)
             snapshot.contents[path] = raw
+    return snapshot
+
+
+def _scanned(path: str) -> bool:
+    return path in (SPINE, CATALOG) or ("/" in path and path.split("/", 1)[0] in SCANNED_DIRS)
+
+
+def planned_snapshot(before: Snapshot, files: Mapping[str, bytes]) -> Snapshot:
+    """The store as a plan would leave it: the real store ``before`` (read from disk) with the
+    plan's files laid over it. ``files`` is the plan's whole view, as ``before.file_contents()``
+    gave it and the plan edited it: a path it adds or changes is written, a path it dropped is
+    moved away or deleted. Everything the plan never read (the ``local/`` overlay's files,
+    ``inbox/``, folders distilld does not manage) stays as it is on disk, and existence checks
+    answer from that overlay, so the self-check of a plan sees the whole store."""
+    removed = frozenset(p for p in before.file_contents() if p not in files)
+    snapshot = Snapshot(root=before.root, removed=removed)
+    snapshot.files = (before.files - removed) | {p for p in files if _scanned(p)}
+    snapshot.symlinks = list(before.symlinks)
+    snapshot.read_errors = list(before.read_errors)
+    snapshot.contents = {p: raw for p, raw in before.contents.items() if p not in removed}
+    snapshot.contents.update((p, raw) for p, raw in files.items() if _scanned(p))
     return snapshot
