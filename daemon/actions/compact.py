@@ -19,7 +19,7 @@ from ..engine.compact import (
     unfinished_journals,
 )
 from ..engine.compact_plan import CompactLimits, CompactPlan, plan_compaction
-from ..engine.migrate_plan import _unpointed_children
+from ..engine.migrate_plan import unpointed_children
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
 from ..store.paths import SPINE
@@ -90,7 +90,7 @@ def plan_for(snapshot: Snapshot, policy: Policy, now: datetime) -> CompactPlan:
     could not be finished or undone) joins its parent's line, as migration does."""
     files = snapshot.file_contents()
     return plan_compaction(files, CompactLimits.from_policy(policy), now.date().isoformat(),
-                           unpointed=_unpointed_children(files, files.get(SPINE, b"")))
+                           unpointed=unpointed_children(files, files.get(SPINE, b"")))
 
 
 def preview_compact(store: Path, policy: Policy, now: datetime) -> CompactReport:

@@ -129,7 +129,7 @@ def _orphan_entries(files: dict[str, bytes]) -> tuple[bytes, list[str]]:
     return raw, added
 
 
-def _unpointed_children(files: dict[str, bytes], spine_raw: bytes) -> list[tuple[str, list[str]]]:
+def unpointed_children(files: dict[str, bytes], spine_raw: bytes) -> list[tuple[str, list[str]]]:
     """Split children the SPINE misses whose parent it names: they join the parent's line."""
     spine = Spine(spine_raw)
     found: dict[str, list[str]] = {}
@@ -207,7 +207,7 @@ def _plan_spine(files: dict[str, bytes], steps: list[Step], plan: MigrationPlan,
     catalog_line = None if Spine(spine_raw).has_catalog_line else CATALOG_LINE
     edited = dict(files)
     edited[SPINE] = spine_raw
-    unpointed = _unpointed_children(files, spine_raw)
+    unpointed = unpointed_children(files, spine_raw)
     # A migration should leave room for the next sessions' learning: it aims under the caps.
     roomy = replace(limits, spine=replace(limits.spine, max_lines=min(headroom[0], limits.spine.max_lines),
                                           max_bytes=min(headroom[1], limits.spine.max_bytes)))

@@ -121,7 +121,7 @@ class Agent:
 
 def test_the_daemon_keeps_a_migrated_store_within_budget_while_an_agent_writes(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    generate(store, 11, overlay=False)
+    generate(store, 11)
     policy = load_policy(None)
     run_migrate(store, policy, lambda: NOW, "apply")
     assert check_store(take_snapshot(store), policy.caps) == [] or all(
