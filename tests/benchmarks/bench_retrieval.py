@@ -62,6 +62,7 @@ POINTER_PATH_RE = re.compile(r"\]\(([^)]*\.md)\)")
 class Entry:
     text: str  # titles and hook, as a reader ranks them
     paths: set[str]
+    hook: str = ""
 
 
 def spine_entries(raw: bytes) -> list[Entry]:
@@ -71,7 +72,7 @@ def spine_entries(raw: bytes) -> list[Entry]:
             continue
         titles = " ".join(t for t, _ in GROUP_LINK_RE.findall(entry.joined))
         hook = POINTER_PATH_RE.sub(")", rtrim(hook_of_entry(entry.joined)))
-        found.append(Entry(f"{titles} {hook}", set(POINTER_PATH_RE.findall(entry.joined))))
+        found.append(Entry(f"{titles} {hook}", set(POINTER_PATH_RE.findall(entry.joined)), hook))
     return found
 
 
@@ -135,7 +136,7 @@ def naive_entries(before: list[Entry], after_raw: bytes) -> list[Entry]:
     hooks_of = {}
     for entry in before:
         for path in entry.paths:
-            hooks_of.setdefault(path, entry.text)
+            hooks_of.setdefault(path, entry.hook)
     after = Spine(after_raw)
     groups = []
     for raw_entry in after.entries:

@@ -17,9 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from random import Random
@@ -34,22 +32,13 @@ from distilld.store.invariants import check_store
 from distilld.store.snapshot import Snapshot, take_snapshot
 from distilld.store.text import trim
 from realshapes import Writer, generate
+from waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
 EM = "\u2014"
 NOW = datetime(2026, 10, 1, 12, 0, 0, tzinfo=UTC)
 ROUNDS = 4
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def families(snapshot: Snapshot) -> dict[str, str]:
