@@ -46,6 +46,14 @@ def run_migrate(store: Path, policy: Policy, clock: Callable[[], datetime], mode
         return revert_migration(ctx)
 
 
+def exit_code(outcome: MigrateOutcome) -> int:
+    """0 done (or planned), 6 when the plan is REFUSED (nothing may be changed), 1 when the
+    self-check failed."""
+    if outcome.plan is not None and outcome.plan.refusal:
+        return 6
+    return 0 if outcome.ok else 1
+
+
 def render_text(outcome: MigrateOutcome) -> str:
     out = [f"note: {n}" for n in outcome.notes]
     plan = outcome.plan

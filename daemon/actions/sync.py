@@ -243,3 +243,11 @@ def committed_operation(store: Path, operation: str, policy: Policy, clock: Call
     except (GitBusy, GitStoreError, CommitRefused) as error:
         # The operation itself is done; its changes wait for the next commit of agents' changes.
         record.notes.append(f"the {operation} was not committed: {error}")
+
+
+def sync_exit_code(report: SyncReport) -> int:
+    """0 in sync; 7 skipped or blocked (nothing was wrong with the remote: retry later or fix
+    what the report names); 8 offline, push failed or a byte mismatch."""
+    if report.ok:
+        return 0
+    return 7 if report.state in ("skipped", "blocked") else 8
