@@ -124,7 +124,7 @@ def _now_line(data: dict[str, Any]) -> str:
         return (f"waiting: lock held by {waiting.get('owner')} for {waiting.get('age_seconds')} s "
                 f"(since {waiting.get('since')}); {waiting.get('job')} runs once it is released")
     if waiting.get("for") == "store":
-        return f"waiting: no store at {waiting.get('path')} (`distilld init` creates one)"
+        return f"waiting: no store at {waiting.get('path')} (`distilld new` creates one)"
     if current:
         return f"running {current.get('job')} ({current.get('trigger')}) since {current.get('since')}"
     return str(data.get("state") or "unknown")

@@ -23,7 +23,7 @@ from typing import Any
 from .. import __version__
 from ..engine.lock import LockStateKind, default_owner
 from ..errors import DistilldError, StoreError
-from ..log import ActivityLog, StatusFile, configure_logging, get_logger, read_json, utc_stamp
+from ..log import ActivityLog, StatusFile, configure_logging, console_mode, get_logger, read_json, utc_stamp
 from ..policy import Policy, load_policy
 from ..settings import InstancePaths, Settings, ensure_private_dir, load_settings
 from ..store.local import lifecycle_enabled
@@ -78,8 +78,7 @@ class Daemon:
         ensure_private_dir(self.paths.state)
         ensure_private_dir(self.paths.runtime)
         if self.once and not self.store.is_dir():
-            raise StoreError(f"{self.store}: no such store directory (create it with `distilld init`, "
-                             "or pass --store)")
+            raise StoreError(missing_store_line(self.store, waiting=False))
         instance = InstanceLock(self.paths.instance_lock)
         instance.acquire(self.store)
         try:
@@ -107,6 +106,8 @@ class Daemon:
                      status=status, activity=activity, stop=self.stop, lock_changed=threading.Event(),
                      git=GitLink(self.store, self.settings, policy, lambda: datetime.now(UTC)),
                      compactor=CompactLink(), block_on_lock=self.once)
+        if not self.store.is_dir():
+            return env  # nothing to ask git yet; the first pass after the store appears does
         try:
             status.update(git={**(status.get("git") or {}), **env.git.state()}, flush=False)
         except Exception:  # an odd repository must not keep the daemon from starting
@@ -178,7 +179,7 @@ class Daemon:
         self.worker.start()
         env.activity.write(f"started: following {self.store} (pid {os.getpid()}, distilld {__version__})")
         if not self.watcher.start():
-            env.activity.write(f"waiting: no store at {self.store} yet (`distilld init` creates one)")
+            env.activity.write(f"waiting: {missing_store_line(self.store, waiting=True)}")
         git_note = (env.status.get("git") or {}).get("note")
         if git_note and settings.git.commit:
             env.activity.write(f"not committing the agents' changes: {git_note}")
@@ -371,8 +372,20 @@ def _give_back_memory() -> None:
             pass  # not glibc: nothing to trim
 
 
+def missing_store_line(store: Path, *, waiting: bool) -> str:
+    """One plain line: what is missing, the command that fixes it, and what happens meanwhile."""
+    what = "not a folder" if store.exists() else "no store"
+    then = "; waiting for it to appear" if waiting else ""
+    return (f"{what} at {store}: `distilld new {store}` creates an empty one (or clone one there, "
+            f"or pass --store DIR){then}")
+
+
 def run_daemon(settings: Settings, *, config: Path | None, overrides: dict[str, Any], once: bool) -> int:
-    if not once and sys.stderr.isatty():
+    if not once and not settings.store.is_dir() and console_mode(settings.log.console) == "off":
+        # Said even when stderr is no terminal (a terminal and the journal get the activity log's
+        # own line); the daemon then waits for the store, so a service does not crash-loop.
+        print(f"distilld: {missing_store_line(settings.store, waiting=True)}", file=sys.stderr, flush=True)
+    elif not once and sys.stderr.isatty():
         print(f"distilld: following {settings.store}; `distilld status` shows what it does, "
               "Ctrl-C stops it", file=sys.stderr)
     return Daemon(settings, config=config, overrides=overrides, once=once).run()

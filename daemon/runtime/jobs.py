@@ -243,7 +243,7 @@ def _wait_later(env: JobEnv, state: LockState) -> PassResult:
 def follow(env: JobEnv, trigger: str) -> PassResult:
     if not env.store.is_dir():
         env.status.update(state="waiting", waiting={"for": "store", "path": str(env.store), "since": utc_stamp()})
-        return PassResult(True, f"waiting: no store at {env.store} (`distilld init` creates one)")
+        return PassResult(True, f"waiting: no store at {env.store} (`distilld new` creates one)")
     # Reading and committing need no lock, but a distiller holding a fresh one is mid-run: its
     # changes are not finished. A stale lock does not block (run_follow takes it over only if
     # it has to write the catalog).
@@ -370,7 +370,7 @@ def _no_store(env: JobEnv) -> PassResult | None:
     """A store that does not exist yet is waited for, not failed on (a fresh install runs first)."""
     if env.store.is_dir():
         return None
-    return PassResult(True, f"waiting: no store at {env.store} (`distilld init` creates one)")
+    return PassResult(True, f"waiting: no store at {env.store} (`distilld new` creates one)")
 
 
 def compaction(env: JobEnv, trigger: str) -> PassResult:

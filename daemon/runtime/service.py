@@ -185,9 +185,30 @@ def _run(*command: str, env: dict[str, str] | None = None) -> subprocess.Complet
         return subprocess.CompletedProcess(command, 127, "", str(error))
 
 
-def verify_systemd(path: Path) -> str | None:
-    """Run systemd-analyze verify on a unit; None when clean. It exits 0 even for unknown keys,
-    so anything on stderr counts as a problem."""
+@dataclass
+class Verdict:
+    """What systemd-analyze verify said: about distilld's own unit, and about anything else."""
+
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def judge_verify(stderr: str, returncode: int, path: Path) -> Verdict:
+    """systemd-analyze also loads the machine's other user units and warns about them (a socket
+    path too long under a long runtime dir, say): only lines naming our unit judge it; the others
+    are shown as notes. It exits 0 even for an unknown key, so any line about us is a problem."""
+    names = {str(path), path.name}
+    verdict = Verdict()
+    for line in (line.strip() for line in stderr.splitlines()):
+        if line:
+            (verdict.problems if any(name in line for name in names) else verdict.notes).append(line)
+    if returncode != 0 and not verdict.problems and not verdict.notes:
+        verdict.problems.append(f"systemd-analyze exited {returncode}")
+    return verdict
+
+
+def verify_systemd(path: Path) -> Verdict | None:
+    """Run systemd-analyze verify on a unit; None when the tool is not installed."""
     tool = shutil.which("systemd-analyze")
     if tool is None:
         return None
@@ -196,10 +217,7 @@ def verify_systemd(path: Path) -> str | None:
         if not env.get("XDG_RUNTIME_DIR"):
             env["XDG_RUNTIME_DIR"] = scratch  # --user needs one, even only to verify
         done = _run(tool, "verify", "--user", "--man=no", str(path), env=env)
-    problems = (done.stderr or "").strip()
-    if done.returncode != 0 or problems:
-        return problems or f"systemd-analyze exited {done.returncode}"
-    return None
+    return judge_verify(done.stderr or "", done.returncode, path)
 
 
 def systemd_reachable() -> bool:
@@ -231,12 +249,14 @@ def install(manager: Manager, args: list[str], start: bool = False) -> ServiceRe
         raise ServiceError(f"{path}: reads back different from what was written; check the disk")
     report.lines.append(f"wrote {path}")
     if manager == "systemd":
-        problem = verify_systemd(path)
-        if problem:
-            raise ServiceError(f"{path}: systemd-analyze verify reports: {' | '.join(problem.splitlines())}")
+        verdict = verify_systemd(path)
+        if verdict is not None and verdict.problems:
+            raise ServiceError(f"{path}: systemd-analyze verify reports: {' | '.join(verdict.problems)}")
         report.lines.append("verified: read back identical" + (
-            ", systemd-analyze verify clean" if shutil.which("systemd-analyze") else
+            ", systemd-analyze verify clean for distilld's unit" if verdict is not None else
             " (systemd-analyze not found, unit syntax not checked)"))
+        if verdict is not None:
+            report.lines += [f"note: about another unit, not distilld's: {note}" for note in verdict.notes]
         _after_systemd_install(report, start)
     else:
         check_plist(written.encode("utf-8"))

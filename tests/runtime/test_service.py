@@ -139,3 +139,31 @@ def test_print_writes_nothing(home: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["service", "print", "--launchd", "--store", "/srv/notes"]) == 0
     assert "<string>/srv/notes</string>" in capsys.readouterr().out
     assert not any(home.rglob("*.plist"))
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None,
+                    reason="systemd-analyze is not installed (.ci/run installs the systemd package)")
+def test_install_judges_only_distillds_unit_and_shows_other_units_warnings_as_notes(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Another user unit that systemd-analyze loads and warns about: a socket whose path is too
+    # long under this runtime dir (seen with gpg-agent-browser.socket).
+    units = home / ".config/systemd/user"
+    (units / "sockets.target.wants").mkdir(parents=True)
+    (units / "other.socket").write_text(f"[Socket]\nListenStream=%t/{'d' * 120}/S.agent\n"
+                                        "[Install]\nWantedBy=sockets.target\n")
+    (units / "sockets.target.wants" / "other.socket").symlink_to("../other.socket")
+    code = main(["service", "install", "--systemd"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "systemd-analyze verify clean for distilld's unit" in out
+    assert "note: about another unit, not distilld's: " in out and "other.socket" in out
+
+
+def test_a_problem_in_distillds_own_unit_still_fails_the_verification(tmp_path: Path) -> None:
+    from distilld.runtime.service import judge_verify
+
+    unit = tmp_path / "distilld.service"
+    verdict = judge_verify(f"{unit}:12: Unknown key name 'Bogus' in section 'Service', ignoring.\n"
+                           "other.socket: Unit has no Listen setting. Refusing.\n", 0, unit)
+    assert verdict.problems == [f"{unit}:12: Unknown key name 'Bogus' in section 'Service', ignoring."]
+    assert verdict.notes == ["other.socket: Unit has no Listen setting. Refusing."]
