@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 
 import click
+import distilld.cli as cli_module
 import pytest
 from builders import FIXED_NOW, healthy_store
 from click.testing import CliRunner
-
-import distilld.cli as cli_module
 from distilld.actions.new import INSTALLER_SPINE
 from distilld.cli import cli, main
 from distilld.cli.exits import EXIT_CODES, exit_table_markdown

@@ -9,8 +9,30 @@ from pathlib import Path
 
 from ..engine.context import PassContext
 from ..engine.lock import AcquireKind, StoreLock, default_owner
-from ..errors import LockHeld, LockLost
+from ..errors import LockHeld, LockLost, StoreError, StoreRefused
 from ..policy import Policy
+from ..store.paths import LEDGER, SPINE
+from ..store.readable import unreadable_reason
+
+
+def require_store_folder(root: Path) -> None:
+    """A missing store, or a path that is a file, is said as such (not as a lock file error)."""
+    if not root.exists():
+        raise StoreError(f"{root}: no such store (`distilld new {root}` creates an empty one); nothing was changed")
+    if not root.is_dir():
+        raise StoreError(f"{root} is not a folder, so it cannot be a store; pass the store's folder")
+
+
+def refuse_unreadable_text(root: Path) -> None:
+    """A write pass parses and edits SPINE.md and appends to the ledger: one it cannot read as
+    text is refused, naming the file, before anything is written."""
+    for name in (SPINE, LEDGER):
+        why = unreadable_reason(root / name)
+        if why:
+            error = StoreRefused(f"{root / name} cannot be read as text: {why}. Nothing was changed; "
+                                 f"restore it (`git -C {root} checkout -- {name}`, or from a backup) and try again")
+            error.file = str(root / name)
+            raise error
 
 
 @contextmanager
@@ -18,6 +40,7 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
                 wait: float = 0, owner: str | None = None) -> Iterator[PassContext]:
     """Hold the store's .lock for the duration of a pass (never breaking a fresh one)."""
     root = store.expanduser().resolve()
+    require_store_folder(root)
     lock = StoreLock.from_policy(root, owner or default_owner(), policy.lock)
     try:
         taken = lock.acquire(wait)
@@ -26,6 +49,7 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
         raise LockHeld(f"{root}/.lock is held ({who}): a distillation is running; nothing was changed. "
                        "Try again later, or pass --wait SECONDS.", held.owner, held.age) from None
     try:
+        refuse_unreadable_text(root)
         context = PassContext(root, lock, clock, policy.caps, policy.spine.entry_target_bytes)
         context.take_baseline()
         yield context

@@ -18,7 +18,7 @@ import click
 
 from .. import __version__
 from ..errors import DistilldError
-from ._common import policy_flag, root_obj, schema_name
+from ._common import escape_controls, policy_flag, root_obj, schema_name
 from .exits import INTERRUPTED, LOCK_HELD, LOCK_LOST, STORE_UNSAFE, exit_table_text
 
 # Where commands register: each module lists its commands in COMMANDS.
@@ -90,7 +90,7 @@ def _report_error(message: str, code: int, file: str | None, as_json: bool) -> i
         sys.stdout.write(json.dumps(payload, ensure_ascii=True) + "\n")
         sys.stdout.flush()
     else:
-        click.echo(f"distilld: {message}", err=True)
+        click.echo(f"distilld: {escape_controls(message)}", err=True)
     return code
 
 

@@ -135,9 +135,22 @@ def chosen_mode(ctx: click.Context, default: str) -> str:
 
 # -- output -----------------------------------------------------------------------------------
 
-def emit(text: str, as_json: bool = False) -> None:
+# Control characters (but tab and newline) a terminal would act on, written as escapes instead:
+# a file's junk must not move the cursor, clear the screen or retitle the window.
+_ESCAPED_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if code not in (0x09, 0x0A)}
+_ESCAPED_CONTROLS.update({code: f"\\u{code:04x}" for code in range(0x80, 0xA0)})
+
+
+def escape_controls(text: str) -> str:
+    return text.translate(_ESCAPED_CONTROLS)
+
+
+def emit(text: str, as_json: bool = False, raw: bool = False) -> None:
     """Write to stdout as bytes: file text reaches the terminal as the bytes it was (invalid
-    UTF-8 included); in JSON a stray byte becomes a ``\\udcXX`` escape, which stays valid JSON."""
+    UTF-8 included), control characters escaped (``raw``: a file's own text, such as the
+    catalog, exactly); in JSON a stray byte becomes a ``\\udcXX`` escape, which stays valid JSON."""
+    if not as_json and not raw:
+        text = escape_controls(text)
     data = text.encode("utf-8", "backslashreplace" if as_json else "surrogateescape")
     sys.stdout.flush()
     stream = getattr(sys.stdout, "buffer", None)
@@ -168,6 +181,48 @@ def emit_report(kind: str, report: Any, as_json: bool, render_text: Callable[[An
         emit(with_schema(kind, render_json(report)), True)
     else:
         emit(render_text(report))
+
+
+# -- progress on a terminal ------------------------------------------------------------------
+
+class TerminalProgress:
+    """Draws click's progress bar on stderr, one bar per phase of a long pass (only on a
+    terminal: a pipe, a log or --json gets nothing)."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._phase: str | None = None
+        self._done = 0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase != self._phase:
+            self.close()
+            self._phase, self._done = phase, 0
+            self._bar = click.progressbar(length=max(total, 1), label=phase, file=sys.stderr)
+            self._bar.__enter__()
+        if done > self._done:
+            self._bar.update(done - self._done)
+            self._done = done
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+@contextmanager
+def progress_on_terminal(as_json: bool) -> Iterator[None]:
+    from ..engine.progress import reporting
+
+    if as_json or not sys.stderr.isatty():
+        yield
+        return
+    bar = TerminalProgress()
+    try:
+        with reporting(bar):
+            yield
+    finally:
+        bar.close()
 
 
 # -- one commit per operation -----------------------------------------------------------------

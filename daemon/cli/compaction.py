@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import click
 
-from ._common import chosen_mode, committed, emit_report, json_option, mode_flag, now, policy, store_command, store_path
+from ._common import (
+    chosen_mode,
+    committed,
+    emit_report,
+    json_option,
+    mode_flag,
+    now,
+    policy,
+    progress_on_terminal,
+    store_command,
+    store_path,
+)
 from .lifecycle_cmds import wait_option
 
 
@@ -57,11 +68,15 @@ def migrate(ctx: click.Context, wait: float, as_json: bool) -> None:
 
     mode = chosen_mode(ctx, "preview")
     store, the_policy = store_path(ctx), policy(ctx)
-    if mode == "preview":
-        outcome = migrate_action.run_migrate(store, the_policy, now, mode, wait)
-    else:
-        with committed(store, "migration", the_policy):
+    with progress_on_terminal(as_json):
+        if mode == "preview":
             outcome = migrate_action.run_migrate(store, the_policy, now, mode, wait)
+        else:
+            try:
+                with committed(store, "migration", the_policy):
+                    outcome = migrate_action.run_migrate(store, the_policy, now, mode, wait)
+            except KeyboardInterrupt:
+                raise migrate_action.interrupted(store, mode) from None
     emit_report("migrate", outcome, as_json, migrate_action.render_text, migrate_action.render_json)
     ctx.exit(migrate_action.exit_code(outcome))
 

@@ -48,7 +48,7 @@ def catalog(ctx: click.Context) -> None:
         outcome = catalog_action.run_catalog_write(store_path(ctx), policy(ctx), now)
         emit(f"{outcome.path}: {outcome.reason}\n")
     else:
-        emit(catalog_action.print_catalog(store_path(ctx), now()))
+        emit(catalog_action.print_catalog(store_path(ctx), now()), raw=True)
 
 
 @store_command()

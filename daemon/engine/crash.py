@@ -2,6 +2,7 @@
 
 ``DISTILLD_CRASH_AT=<boundary>[:<n>]`` makes the process SIGKILL itself at the n-th time (default
 the first) it reaches that write boundary, so a test can prove recovery from that exact instant.
+``DISTILLD_CRASH_SIGNAL=SIGINT`` sends that signal instead (a Ctrl-C at that instant).
 """
 
 from __future__ import annotations
@@ -22,4 +23,4 @@ def crashpoint(boundary: str) -> None:
         return
     _reached[name] = _reached.get(name, 0) + 1
     if _reached[name] == int(nth or "1"):
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), getattr(signal, os.environ.get("DISTILLD_CRASH_SIGNAL", "SIGKILL")))
