@@ -87,7 +87,7 @@ def find_stuck(data: dict[str, Any] | None, running: bool, service: dict[str, An
         stuck.append(f"{git['ahead']} commit(s) not pushed yet")
     if git.get("behind"):
         stuck.append(f"{git['behind']} commit(s) on the remote not pulled yet")
-    if git.get("backoff_until"):
+    if backing_off(git, now):
         stuck.append(f"sync backing off until {git['backoff_until']}")
     watcher = data.get("watcher") or {}
     if running and watcher and not watcher.get("alive") and waiting.get("for") != "store":
@@ -105,6 +105,12 @@ def find_stuck(data: dict[str, Any] | None, running: bool, service: dict[str, An
             if due is not None and now - due > MISSED_RUN_SECONDS:
                 stuck.append(f"{job} was due at {when} and has not run")
     return stuck
+
+
+def backing_off(git: dict[str, Any], now: float) -> bool:
+    """A backoff counts only until it ends: an expired one is no longer a reason to wait."""
+    until = _epoch(git.get("backoff_until"))
+    return until is not None and until > now
 
 
 def build_view(store: Path, data: dict[str, Any] | None, pid: int | None, service: dict[str, Any] | None,
@@ -152,9 +158,16 @@ def _git_line(git: dict[str, Any]) -> str:
     last = git.get("last_sync") or {}
     if last:
         parts.append(f"last sync {last.get('at')}: {last.get('summary')}")
-    if git.get("backoff_until"):
+    if backing_off(git, time.time()):
         parts.append(f"backing off until {git['backoff_until']}")
     return "; ".join(parts) or "no sync yet"
+
+
+def _verdict(record: dict[str, Any]) -> str:
+    outcome = record.get("outcome")
+    if outcome == "skipped":
+        return "SKIPPED"
+    return "ok    " if record.get("ok") else "FAILED"
 
 
 def render_text(view: StatusView) -> str:
@@ -196,11 +209,14 @@ def render_text(view: StatusView) -> str:
         for job in [*PASS_ORDER, *sorted(set(passes) - set(PASS_ORDER))]:
             record = passes.get(job)
             if isinstance(record, dict):
-                verdict = "ok    " if record.get("ok") else "FAILED"
-                out.append(f"    {job:<11} {record.get('at')}  {verdict} {record.get('summary')}")
+                out.append(f"    {job:<11} {record.get('at')}  {_verdict(record)} {record.get('summary')}")
     runs = {k: v for k, v in (data.get("next_runs") or {}).items() if v}
     if runs and view.running:
         out.append("next runs: " + ", ".join(f"{job} {when}" for job, when in sorted(runs.items(), key=lambda i: i[1])))
+    outside = [item for item in data.get("outside_edits") or [] if isinstance(item, dict)]
+    if outside:
+        out.append("edited outside a distillation (no lock held, none running; committed as they were):")
+        out += [f"    - {item.get('path')} at {item.get('at')}" for item in outside[-10:]]
     error = data.get("last_error")
     if error:
         out.append(f"last error: {error.get('at')} {error.get('job')}: {error.get('message')}")

@@ -387,6 +387,8 @@ class _Run:
                 report.ahead, report.behind = ahead_behind(store)
                 return report
             report.ahead, report.behind = ahead_behind(store)
+            if skipped_while_behind(report):
+                return report
             if report.ahead == 0:
                 break
             try:
@@ -406,6 +408,16 @@ class _Run:
             report.state = "synced"
         save_state(store, SyncState(last_success=self.wall()))
         return report
+
+
+def skipped_while_behind(report: SyncReport) -> bool:
+    """The lock was held (the remote's commits could not be taken in) and the remote is ahead
+    of us: a push could only be rejected. That is a skip, said as one, with no backoff."""
+    if report.state != "skipped" or not report.behind:
+        return False
+    report.notes.append(f"not pushed: {report.behind} commit(s) on the remote must be taken in first, "
+                        "once the lock is released")
+    return True
 
 
 def sync_store(store: StoreRepo, clock: Callable[[], datetime], identity: Identity,

@@ -70,6 +70,7 @@ class Daemon:
         self.worker: Worker | None = None
         self.schedule: Schedule | None = None
         self.control: ControlServer | None = None
+        self._distiller_seen = False  # a .lock change since the last batch of changes
 
     # -- entry -----------------------------------------------------------------------------
 
@@ -154,6 +155,10 @@ class Daemon:
             if self.stop.is_set():
                 break
             results.append(run_job(env, job, "once"))
+        if (env.unpushed and not self.stop.is_set() and self.settings.git.push
+                and env.git.has_remote()):
+            # compaction or the lifecycle committed after the cycle's sync: push that too
+            results.append(run_job(env, "sync", "once:after-commit"))
         env.status.update(state="stopped", current=None, pid=None)
         return 0 if all(r.ok for r in results) else 1
 
@@ -260,13 +265,30 @@ class Daemon:
             log.debug("watch.own_writes_only", paths=len(paths))
             return
         log.info("watch.quiet", paths=len(kept), lock_released=poked)
+        self._note_outside_edits(kept, poked)
         self.worker.request("follow", "watch")
+
+    def _note_outside_edits(self, paths: set[str], poked: bool) -> None:
+        """Changes in a batch during which no distiller touched the lock and no distillation
+        ran (.status says so) were made by something else: the follow pass says which."""
+        distiller = self._distiller_seen or poked
+        self._distiller_seen = False
+        if distiller or not paths:
+            return
+        env = self._env
+        state = env.lock_state()
+        if state.kind is LockStateKind.HELD or distillation_running(self.store):
+            return
+        env.outside_edits |= {p for p in paths if p.endswith(".md")}
 
     def _on_lock(self) -> None:
         env = self._env
+        state = env.lock_state()
+        if state.kind is not LockStateKind.FREE and state.owner != env.owner:
+            self._distiller_seen = True  # someone else's lock: what changes now is a distillation's
         env.lock_changed.set()
         if env.wants_release and self.debouncer is not None:
-            if env.lock_state().kind is not LockStateKind.HELD:
+            if state.kind is not LockStateKind.HELD:
                 self.debouncer.poke()  # released: follow once the store has been quiet
 
     def _on_rescan(self, reason: str) -> None:
@@ -359,6 +381,14 @@ class Daemon:
             self.watcher.restart("the watch settings changed")
         env.activity.write("reloaded the settings")
         self._refresh_status(force=True)
+
+
+def distillation_running(store: Path) -> bool:
+    """The legacy protocol's word (STORE-FORMAT.md 2.1): .status says a run is under way."""
+    try:
+        return (store / ".status").read_text("utf-8", "replace").startswith("running")
+    except OSError:
+        return False
 
 
 def _give_back_memory() -> None:
