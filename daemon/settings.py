@@ -90,6 +90,15 @@ class GitSettings(_Section):
     ssh_key: Path | None = Field(default=None, description="private key file (libgit2 does not read ~/.ssh/config)")
     use_ssh_agent: bool = True
     token_file: Path | None = Field(default=None, description="a file holding an HTTPS token (keep it 0600)")
+    extra_folders: tuple[str, ...] = Field(default=(), description=(
+        "top-level store folders to sync as they are (e.g. topics); never moved, cataloged or archived"))
+
+    @field_validator("extra_folders")
+    @classmethod
+    def _folders(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from .store.unmanaged import check_extra_folder
+
+        return tuple(check_extra_folder(name) for name in value)
 
     @field_validator("ssh_key", "token_file")
     @classmethod
@@ -301,6 +310,8 @@ def default_store() -> Path:
 
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):

@@ -30,10 +30,11 @@ class StatusView:
     service: dict[str, Any] | None
     files: dict[str, str]
     stuck: list[str] = field(default_factory=list)
+    unmanaged: list[str] = field(default_factory=list)  # folders distilld does not manage
 
     def to_dict(self) -> dict[str, Any]:
         return {"store": str(self.store), "running": self.running, "pid": self.pid, "service": self.service,
-                "stuck": self.stuck, "files": self.files, "status": self.data}
+                "stuck": self.stuck, "files": self.files, "unmanaged": self.unmanaged, "status": self.data}
 
 
 def _epoch(stamp: Any) -> float | None:
@@ -217,6 +218,7 @@ def render_text(view: StatusView) -> str:
     if outside:
         out.append("edited outside a distillation (no lock held, none running; committed as they were):")
         out += [f"    - {item.get('path')} at {item.get('at')}" for item in outside[-10:]]
+    out += [f"folders: {line}" for line in view.unmanaged]
     error = data.get("last_error")
     if error:
         out.append(f"last error: {error.get('at')} {error.get('job')}: {error.get('message')}")

@@ -227,14 +227,31 @@ def progress_on_terminal(as_json: bool) -> Iterator[None]:
 
 # -- one commit per operation -----------------------------------------------------------------
 
-@contextmanager
-def committed(store: Path, operation: str, policy_value: Any) -> Iterator[Any]:
-    """A maintenance operation run from the command line is one git commit of exactly what it
-    changed (when the store is a distilld repository); what happened is said on stderr, so a
-    --json report on stdout stays clean."""
-    from ..actions import sync as sync_action  # pygit2 loads only for commands that write
+def log_takeover(root: Path, owner: str, previous: str | None, age: int | None) -> None:
+    """A stale lock taken over from the command line: said on stderr and in the store's activity
+    log (the one the daemon keeps), with the old holder and its age."""
+    line = (f"took over a stale lock from {previous or 'an unknown owner'} ({age} s without a heartbeat) "
+            f"for {owner} (command line)")
+    click.echo(f"distilld: {line}", err=True)
+    try:
+        from ..log import ActivityLog
+        from ..settings import InstancePaths
 
-    with sync_action.committed_operation(store, operation, policy_value, now) as record:
+        ActivityLog(InstancePaths.for_store(root).activity_log).write(line)
+    except Exception as error:  # the pass goes on; the line was said on stderr
+        click.echo(f"distilld: note: the activity log could not be written: {error}", err=True)
+
+
+@contextmanager
+def committed(store: Path, operation: str, policy_value: Any, wait: float = 0) -> Iterator[Any]:
+    """A maintenance operation run from the command line is one git commit of exactly what it
+    changed (when the store is a distilld repository), made while the lock is still held; what
+    happened is said on stderr, so a --json report on stdout stays clean."""
+    from ..actions import sync as sync_action  # pygit2 loads only for commands that write
+    from ..engine import lock
+
+    lock.takeover_hook = log_takeover
+    with sync_action.operation_under_lock(store, operation, policy_value, now, wait) as record:
         yield record  # the caller may give it a subject that says what happened
     if record.result is not None and record.result.commit:
         click.echo(f"distilld: committed the {operation} as {record.result.commit[:7]} "

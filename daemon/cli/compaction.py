@@ -39,7 +39,7 @@ def compact(ctx: click.Context, wait: float, as_json: bool) -> None:
 
     store, the_policy = store_path(ctx), policy(ctx)
     if chosen_mode(ctx, "preview") == "apply":
-        with committed(store, "compaction", the_policy):
+        with committed(store, "compaction", the_policy, wait):
             report = compact_action.run_compact(store, the_policy, now, wait, apply=True)
     else:
         report = compact_action.run_compact(store, the_policy, now, wait, apply=False)
@@ -73,7 +73,7 @@ def migrate(ctx: click.Context, wait: float, as_json: bool) -> None:
             outcome = migrate_action.run_migrate(store, the_policy, now, mode, wait)
         else:
             try:
-                with committed(store, "migration", the_policy):
+                with committed(store, "migration", the_policy, wait):
                     outcome = migrate_action.run_migrate(store, the_policy, now, mode, wait)
             except KeyboardInterrupt:
                 raise migrate_action.interrupted(store, mode) from None

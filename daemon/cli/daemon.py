@@ -74,6 +74,7 @@ def status(ctx: click.Context, config_path: Path | None, as_json: bool) -> None:
     from ..log import read_json
     from ..runtime.instance import running_pid
     from ..runtime.service import render_state, service_state
+    from ..store.unmanaged import unmanaged_folders
 
     settings, _ = daemon_settings(ctx, config_path)
     paths = instance(settings)
@@ -83,6 +84,7 @@ def status(ctx: click.Context, config_path: Path | None, as_json: bool) -> None:
         settings.store, read_json(paths.status_file), running_pid(paths.instance_lock), service_info,
         {"status_file": str(paths.status_file), "activity_log": str(paths.activity_log),
          "json_log": str(paths.json_log)})
+    view.unmanaged = [f.describe() for f in unmanaged_folders(settings.store, settings.git.extra_folders)]
     emit_report("status", view, as_json, status_action.render_text, status_action.render_json)
     ctx.exit(0 if view.running else 3)
 

@@ -25,6 +25,16 @@ def _git_credentials(ssh_key: Path | None) -> Any:
     return Credentials(ssh_key=ssh_key)
 
 
+def _extra_folders() -> tuple[str, ...]:
+    """git.extra_folders from the settings: the folders synced as they are."""
+    from ..settings import load_settings
+    from ..store.paths import set_extra_synced_folders
+
+    extra: tuple[str, ...] = load_settings().git.extra_folders
+    set_extra_synced_folders(extra)
+    return extra
+
+
 def git_options(command: F) -> F:
     """Author and credential options shared by `init` and `sync` (machine-local, never stored)."""
     command = click.option("--ssh-key", type=click.Path(path_type=Path, dir_okay=False), envvar="DISTILLD_SSH_KEY",
@@ -57,9 +67,12 @@ def init(ctx: click.Context, remote_url: str | None, branch: str | None, author_
     To create a new, empty store, use `distilld new`.
     """
     from ..actions import sync as sync_action
+    from ..store.unmanaged import unmanaged_folders
 
+    extra = _extra_folders()
     outcome = sync_action.run_init(store_path(ctx), policy(ctx), now, remote_url, branch,
                                    _git_identity(author_name, author_email), _git_credentials(ssh_key))
+    outcome.report.notes += [f.describe() for f in unmanaged_folders(outcome.report.root, extra)]
     emit_report("init", outcome, as_json, sync_action.render_init_text, sync_action.render_init_json)
     ctx.exit(1 if outcome.mismatches else 0)
 
@@ -83,6 +96,7 @@ def sync(ctx: click.Context, remote_name: str | None, author_name: str, author_e
     """
     from ..actions import sync as sync_action
 
+    _extra_folders()
     report = sync_action.run_sync(store_path(ctx), policy(ctx), now, _git_identity(author_name, author_email),
                                   _git_credentials(ssh_key), remote=remote_name)
     emit_report("sync", report, as_json, sync_action.render_sync_text, sync_action.render_sync_json)

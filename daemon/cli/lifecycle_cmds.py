@@ -44,13 +44,13 @@ def gc(ctx: click.Context, manifest: str | None, wait: float, as_json: bool) -> 
     the_policy = policy(ctx)
     store = store_path(ctx)
     if mode == "apply":
-        with committed(store, "lifecycle", the_policy) as record:
+        with committed(store, "lifecycle", the_policy, wait) as record:
             report = gc_action.run_gc_apply(store, the_policy, now, wait)
             moved = report.outcome.moved if report.outcome else []
             record.subject = f"distilld: archived {len(moved)} file{'s' if len(moved) != 1 else ''}"
             record.body = [f"archived {path}" for path in moved]
     elif mode == "revert":
-        with committed(store, "revert", the_policy) as record:
+        with committed(store, "revert", the_policy, wait) as record:
             report = gc_action.run_gc_revert(store, the_policy, now, manifest, wait)
             back = report.outcome.reverted if report.outcome else []
             record.subject = f"distilld: reverted a lifecycle pass ({len(back)} file{'s' if len(back) != 1 else ''})"
@@ -78,7 +78,7 @@ def restore(ctx: click.Context, path: str, wait: float, as_json: bool) -> None:
 
     store = store_path(ctx)
     the_policy = policy(ctx)
-    with committed(store, "restore", the_policy) as record:
+    with committed(store, "restore", the_policy, wait) as record:
         outcome = restore_action.run_restore(store, path, the_policy, now, wait)
         record.subject = f"distilld: restored {', '.join(outcome.restored) or path}"
     emit_report("restore", outcome, as_json, restore_action.render_text, restore_action.render_json)

@@ -30,7 +30,13 @@ def check(ctx: click.Context, before: Path | None, as_json: bool) -> None:
     Exit 0 when every group passes, 1 when any fails.
     """
     from ..actions import check as check_action
+    from ..locations import config_file
 
+    if config_file().exists():  # only then can git.extra_folders be set (and the settings be loaded)
+        from ..settings import load_settings
+        from ..store.paths import set_extra_synced_folders
+
+        set_extra_synced_folders(load_settings().git.extra_folders)
     result = check_action.run_check(store_path(ctx), before, policy(ctx).caps)
     emit_report("check", result, as_json, check_action.render_text, check_action.render_json)
     ctx.exit(0 if result.ok else 1)

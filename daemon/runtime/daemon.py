@@ -27,6 +27,8 @@ from ..log import ActivityLog, StatusFile, configure_logging, console_mode, get_
 from ..policy import Policy, load_policy
 from ..settings import InstancePaths, Settings, ensure_private_dir, load_settings
 from ..store.local import lifecycle_enabled
+from ..store.paths import set_extra_synced_folders
+from ..store.unmanaged import unmanaged_folders
 from . import sdnotify
 from .control import ControlServer
 from .instance import InstanceLock
@@ -59,6 +61,7 @@ class Daemon:
         self.overrides = overrides or {}
         self.once = once
         self.store = settings.store
+        set_extra_synced_folders(settings.git.extra_folders)
         self.paths = InstancePaths.for_store(self.store)
         self.stop = threading.Event()
         self.wake = threading.Event()
@@ -185,6 +188,8 @@ class Daemon:
         env.activity.write(f"started: following {self.store} (pid {os.getpid()}, distilld {__version__})")
         if not self.watcher.start():
             env.activity.write(f"waiting: {missing_store_line(self.store, waiting=True)}")
+        for folder in unmanaged_folders(self.store, settings.git.extra_folders):
+            env.activity.write(folder.describe())
         git_note = (env.status.get("git") or {}).get("note")
         if git_note and settings.git.commit:
             env.activity.write(f"not committing the agents' changes: {git_note}")
@@ -368,6 +373,7 @@ class Daemon:
             new = new.model_copy(update={"store": self.store})
         old = self.settings
         self.settings = env.settings = new
+        set_extra_synced_folders(new.git.extra_folders)
         env.policy = policy
         env.git.settings, env.git.policy = new, policy
         if self.debouncer is not None:

@@ -111,3 +111,26 @@ def test_run_once_pushes_what_the_lifecycle_committed_after_the_sync(
         assert "0 ahead, 0 behind" in shown and "not pushed" not in shown
     finally:
         shutil.rmtree(env["DISTILLD_RUNTIME_DIR"], ignore_errors=True)
+
+
+@pytest.mark.parametrize("bad", ["markers", "local"])
+def test_a_hand_made_commit_that_must_not_be_pushed_is_refused_naming_commit_and_file(
+        bad: str, pair: tuple[Machine, Machine], git: GitCli, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = pair
+    remote_before = a.origin.head()
+    if bad == "markers":
+        a.write("projects/old-a.md", a.read("projects/old-a.md").decode()
+                + "<<<<<<< HEAD\n- mine\n=======\n- theirs\n>>>>>>> other\n")
+        git(a.root, "commit", "-qam", "merge by hand")
+        name = "projects/old-a.md"
+    else:
+        a.write("data/notes.md", "machine-local\n")
+        git(a.root, "add", "-f", "data/notes.md")
+        git(a.root, "commit", "-qm", "add a local file by hand")
+        name = "data/notes.md"
+    sha = git(a.root, "rev-parse", "--short=7", "HEAD").stdout.strip()
+    code, out, _ = run(capsys, "sync", str(a.root))
+    assert code == 7, out
+    assert "BLOCKED" in out and f"commit {sha}" in out and name in out and "commit the fix" in out
+    assert a.origin.head() == remote_before  # nothing was pushed
+    assert load_state(open_store(a.root)).retry_at == 0  # a refusal, not a failure to back off from
