@@ -78,7 +78,7 @@ def status(ctx: click.Context, config_path: Path | None, as_json: bool) -> None:
 
     settings, _ = daemon_settings(ctx, config_path)
     paths = instance(settings)
-    service = service_state()
+    service = service_state(store=settings.store)
     service_info = {**service.to_dict(), "line": render_state(service)}
     view = status_action.build_view(
         settings.store, read_json(paths.status_file), running_pid(paths.instance_lock), service_info,

@@ -35,11 +35,12 @@ def service() -> None:
 @click.option("--start", is_flag=True, help="Also enable and start it now (otherwise nothing is started).")
 @click.pass_context
 def service_install(ctx: click.Context, use_systemd: bool | None, config_path: Path | None, start: bool) -> None:
-    """Write the unit (systemd) or agent (launchd) for this Python, verify it and reload the
-    manager. The store and --config are written into the command it runs."""
-    from ..runtime.service import install, run_arguments
+    """Write the service for one store (systemd: the distilld@.service template and the store's
+    instance; launchd: the store's own agent) for this Python, verify it and reload the
+    manager. Each store gets its own service; installing one leaves the others as they are."""
+    from ..runtime.service import install
 
-    report = install(_manager(use_systemd), run_arguments(given_store(ctx), config_path), start)
+    report = install(_manager(use_systemd), given_store(ctx), config_path, start)
     emit("\n".join(report.lines) + "\n")
     if not report.ok:
         raise click.exceptions.Exit(1)
@@ -47,23 +48,28 @@ def service_install(ctx: click.Context, use_systemd: bool | None, config_path: P
 
 @service.command("uninstall")
 @manager_option
-def service_uninstall(use_systemd: bool | None) -> None:
-    """Stop and disable the service if it runs, and remove its file."""
+@store_input
+@click.pass_context
+def service_uninstall(ctx: click.Context, use_systemd: bool | None) -> None:
+    """Stop and disable one store's service if it runs, and remove its files."""
     from ..runtime.service import uninstall
 
-    report = uninstall(_manager(use_systemd))
+    report = uninstall(_manager(use_systemd), given_store(ctx))
     emit("\n".join(report.lines) + "\n")
 
 
 @service.command("status")
 @manager_option
-def service_status(use_systemd: bool | None) -> None:
-    """Say whether the service is installed, current, enabled and running. Exit 3 if not installed."""
-    from ..runtime.service import render_state, service_state
+@click.pass_context
+def service_status(ctx: click.Context, use_systemd: bool | None) -> None:
+    """List every store's service: installed, current, enabled, running. Exit 3 if none is."""
+    from ..runtime.service import installed_stores, render_state, service_state
 
-    state = service_state(_manager(use_systemd))
-    emit(render_state(state) + "\n")
-    if not state.installed:
+    manager = _manager(use_systemd)
+    stores = installed_stores(manager)
+    states = [service_state(manager, store) for store in stores] or [service_state(manager)]
+    emit("".join(render_state(state) + "\n" for state in states))
+    if not any(state.installed for state in states):
         raise click.exceptions.Exit(3)
 
 
@@ -73,10 +79,10 @@ def service_status(use_systemd: bool | None) -> None:
 @config_option
 @click.pass_context
 def service_print(ctx: click.Context, use_systemd: bool | None, config_path: Path | None) -> None:
-    """Print the unit or plist that `service install` would write (for packagers; writes nothing)."""
-    from ..runtime.service import render, run_arguments
+    """Print what `service install` would write for the store (for packagers; writes nothing)."""
+    from ..runtime.service import render
 
-    emit(render(_manager(use_systemd), run_arguments(given_store(ctx), config_path)))
+    emit(render(_manager(use_systemd), given_store(ctx), config_path))
 
 
 COMMANDS = (service,)

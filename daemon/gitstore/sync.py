@@ -26,10 +26,10 @@ from ..store.caps import DEFAULT_CAPS, Caps
 from ..store.merge import Sides, has_conflict_markers
 from ..store.paths import sync_class
 from .auth import Credentials, StoreCallbacks, apply_timeouts
-from .commit import MANAGED_FILES, Identity, commit_agent_changes, head_commit, new_pass_id, working_changes
+from .commit import Identity, commit_agent_changes, head_commit, new_pass_id, working_changes
 from .errors import GitBusy, GitStoreError, RemoteError
 from .merge import Flat, flatten, incoming_problems, merge_commits
-from .repo import StoreRepo, busy_reason, write_state_file
+from .repo import MANAGED_FILES, StoreRepo, busy_reason, write_state_file
 from .verify import verify_pull
 
 STATE_FILE = "sync.json"
