@@ -36,11 +36,9 @@ def refuse_unreadable_text(root: Path) -> None:
 
 
 @contextmanager
-def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
-                wait: float = 0, owner: str | None = None) -> Iterator[PassContext]:
-    """Hold the store's .lock for the duration of a pass (never breaking a fresh one)."""
-    root = store.expanduser().resolve()
-    require_store_folder(root)
+def store_lock_held(root: Path, policy: Policy, wait: float = 0, owner: str | None = None) -> Iterator[StoreLock]:
+    """Hold the store's .lock (never breaking a fresh one), waiting ``wait`` s for a distiller.
+    Already held by this owner means an outer pass holds it: that pass releases it, not this one."""
     lock = StoreLock.from_policy(root, owner or default_owner(), policy.lock)
     try:
         taken = lock.acquire(wait)
@@ -49,15 +47,23 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
         raise LockHeld(f"{root}/.lock is held ({who}): a distillation is running; nothing was changed. "
                        "Try again later, or pass --wait SECONDS.", held.owner, held.age) from None
     try:
-        refuse_unreadable_text(root)
-        context = PassContext(root, lock, clock, policy.caps, policy.spine.entry_target_bytes)
-        context.take_baseline()
-        yield context
+        yield lock
     finally:
-        # Already held by this owner means an outer pass (the daemon's) holds it: that pass
-        # releases it, not this nested one.
         if taken.kind is not AcquireKind.ALREADY_HELD:
             try:
                 lock.release()
             except LockLost:
                 pass  # taken over as stale meanwhile: the pass already stopped at its heartbeat
+
+
+@contextmanager
+def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
+                wait: float = 0, owner: str | None = None) -> Iterator[PassContext]:
+    """Hold the store's .lock for the duration of a pass (never breaking a fresh one)."""
+    root = store.expanduser().resolve()
+    require_store_folder(root)
+    with store_lock_held(root, policy, wait, owner) as lock:
+        refuse_unreadable_text(root)
+        context = PassContext(root, lock, clock, policy.caps, policy.spine.entry_target_bytes)
+        context.take_baseline()
+        yield context

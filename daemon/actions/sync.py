@@ -212,26 +212,13 @@ def operation_under_lock(store: Path, operation: str, policy: Policy, clock: Cal
     """The store's .lock taken first (waiting ``wait`` s for a distiller), and only then the
     operation's "before" taken, the operation run and its commit made, all before the lock is
     released: what an agent writes during the wait is its own commit, never part of ours."""
-    from .passes import require_store_folder
+    from .passes import require_store_folder, store_lock_held
 
     root = store.expanduser().resolve()
     require_store_folder(root)
-    lock = StoreLock.from_policy(root, default_owner(), policy.lock)
-    try:
-        taken = lock.acquire(wait)
-    except LockHeld as held:
-        who = f"{held.owner} for {held.age} s" if held.owner else "contended"
-        raise LockHeld(f"{root}/.lock is held ({who}): a distillation is running; nothing was changed. "
-                       "Try again later, or pass --wait SECONDS.", held.owner, held.age) from None
-    try:
+    with store_lock_held(root, policy, wait):
         with committed_operation(root, operation, policy, clock, identity) as record:
             yield record
-    finally:
-        if taken.kind is not AcquireKind.ALREADY_HELD:  # else an outer pass holds it and releases it
-            try:
-                lock.release()
-            except LockLost:
-                pass
 
 
 @contextmanager

@@ -290,17 +290,22 @@ def judge_verify(stderr: str, returncode: int, path: Path) -> Verdict:
     return verdict
 
 
-def verify_systemd(path: Path) -> Verdict | None:
-    """Run systemd-analyze verify on a unit; None when the tool is not installed."""
+def _analyze(*args: str) -> subprocess.CompletedProcess[str] | None:
+    """systemd-analyze --user with the arguments; None when the tool is not installed."""
     tool = shutil.which("systemd-analyze")
     if tool is None:
         return None
     env = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="distilld-verify-") as scratch:
-        if not env.get("XDG_RUNTIME_DIR"):
+    with tempfile.TemporaryDirectory(prefix="distilld-analyze-") as scratch:
+        if not env.get("XDG_RUNTIME_DIR") or not Path(env["XDG_RUNTIME_DIR"]).is_dir():
             env["XDG_RUNTIME_DIR"] = scratch  # --user needs one, even only to verify
-        done = _run(tool, "verify", "--user", "--man=no", str(path), env=env)
-    return judge_verify(done.stderr or "", done.returncode, path)
+        return _run(tool, args[0], "--user", *args[1:], env=env)
+
+
+def verify_systemd(path: Path) -> Verdict | None:
+    """Run systemd-analyze verify on a unit; None when the tool is not installed."""
+    done = _analyze("verify", "--man=no", str(path))
+    return None if done is None else judge_verify(done.stderr or "", done.returncode, path)
 
 
 def systemd_reachable() -> bool:
@@ -319,14 +324,9 @@ def _write(path: Path, text: str) -> None:
 
 def security_score(path: Path) -> str | None:
     """`systemd-analyze security --offline` of the instance: its exposure line, or None."""
-    tool = shutil.which("systemd-analyze")
-    if tool is None:
+    done = _analyze("security", "--offline=yes", "--no-pager", str(path))
+    if done is None:
         return None
-    env = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="distilld-security-") as scratch:
-        if not env.get("XDG_RUNTIME_DIR") or not Path(env["XDG_RUNTIME_DIR"]).is_dir():
-            env["XDG_RUNTIME_DIR"] = scratch
-        done = _run(tool, "security", "--user", "--offline=yes", "--no-pager", str(path), env=env)
     for line in reversed((done.stdout or "").splitlines()):
         if "Overall exposure level" in line:
             return " ".join(line.encode("ascii", "ignore").decode().split())
