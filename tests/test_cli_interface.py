@@ -225,3 +225,17 @@ def test_commands_register_through_their_modules() -> None:
     for module in cli_module.COMMAND_MODULES:
         for command in __import__(f"distilld.cli.{module}", fromlist=["COMMANDS"]).COMMANDS:
             assert isinstance(command, click.Command) and command.name in names
+
+
+def test_shell_completion_works_as_the_readme_says(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert '_DISTILLD_COMPLETE=bash_source distilld' in readme
+    script = Path(sys.executable).with_name("distilld")
+    if not script.exists():
+        pytest.skip("the console script is not installed beside this Python")
+    env = {**subprocess_env(tmp_path), "_DISTILLD_COMPLETE": "bash_source"}
+    source = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert source.returncode == 0 and "_distilld_completion" in source.stdout
+    env.update(_DISTILLD_COMPLETE="bash_complete", COMP_WORDS="distilld mig", COMP_CWORD="1")
+    words = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60).stdout
+    assert "migrate" in words
