@@ -148,10 +148,11 @@ def get_logger(name: str = "distilld") -> Any:
 class ActivityLog:
     """The human log: ``<UTC stamp>  <what happened>``, one whole line per append, size-rotated."""
 
-    def __init__(self, path: Path, max_bytes: int = 1_000_000, backups: int = 5) -> None:
+    def __init__(self, path: Path, max_bytes: int = 1_000_000, backups: int = 5, echo: bool = True) -> None:
         self.path = path
         self.max_bytes = max_bytes
         self.backups = backups
+        self.echo = echo  # also a structlog record (the daemon); a command's stdout stays its own
         self._lock = threading.Lock()
         self._logger = get_logger("distilld.activity")
 
@@ -165,7 +166,8 @@ class ActivityLog:
                 os.write(fd, (line + "\n").encode("utf-8", "backslashreplace"))
             finally:
                 os.close(fd)
-        self._logger.info("activity", message=message, **fields)
+        if self.echo:
+            self._logger.info("activity", message=message, **fields)
         return line
 
     def _rotate_if_full(self) -> None:

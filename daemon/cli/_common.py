@@ -237,7 +237,7 @@ def log_takeover(root: Path, owner: str, previous: str | None, age: int | None) 
         from ..log import ActivityLog
         from ..settings import InstancePaths
 
-        ActivityLog(InstancePaths.for_store(root).activity_log).write(line)
+        ActivityLog(InstancePaths.for_store(root).activity_log, echo=False).write(line)
     except Exception as error:  # the pass goes on; the line was said on stderr
         click.echo(f"distilld: note: the activity log could not be written: {error}", err=True)
 
