@@ -64,7 +64,7 @@ def test_quoting_of_awkward_paths() -> None:
 def test_systemd_analyze_verify_is_clean(tmp_path: Path, store: str | None) -> None:
     from distilld.runtime.service import instance_unit
 
-    unit = tmp_path / instance_unit(Path(store or "/home/someone/.aura-distill"))
+    unit = tmp_path / instance_unit(Path(store or "/srv/someone/.aura-distill"))
     unit.write_text(render_systemd(run_arguments(config=Path(store) / "c.toml" if store else None)))
     env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "xdg-runtime")}
     done = subprocess.run(["systemd-analyze", "verify", "--user", "--man=no", str(unit)],
