@@ -7,9 +7,17 @@ from __future__ import annotations
 
 
 class DistilldError(Exception):
-    """Base class: the message names the file and says what to do."""
+    """Base class: the message names the file and says what to do. Exit codes: cli/exits.py."""
 
     exit_code = 2
+    file: str | None = None  # the file the message is about, when there is one (JSON errors say it)
+
+
+class StoreRefused(DistilldError):
+    """The store cannot be changed safely as it is (an unreadable SPINE or ledger, a pending
+    migration, a crash the recovery cannot explain): nothing was written."""
+
+    exit_code = 6
 
 
 class StoreError(DistilldError):
@@ -64,7 +72,7 @@ class ConfigError(DistilldError):
 class AlreadyRunning(DistilldError):
     """Another distilld process already follows this store (its instance lock is held)."""
 
-    exit_code = 1
+    exit_code = 5
 
 
 class NotRunning(DistilldError):

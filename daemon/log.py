@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+import structlog.tracebacks
 
 from .store.fs import atomic_write
 
@@ -50,6 +51,12 @@ def _render_journal(_: Any, __: str, event: dict[str, Any]) -> str:
     message = str(event.pop("event", ""))
     rest = " ".join(f"{key}={value!r}" for key, value in event.items())
     return f"{prefix}{message} {rest}".rstrip()
+
+
+# Tracebacks as data without frame locals: a local may hold a token or a key path from the
+# settings, and the JSON log is kept for days (dict_tracebacks keeps every local by default).
+_dict_tracebacks = structlog.processors.ExceptionRenderer(
+    structlog.tracebacks.ExceptionDictTransformer(show_locals=False))
 
 
 def configure_logging(json_path: Path | None, level: str = "info", console: str = "auto",
@@ -82,19 +89,20 @@ def configure_logging(json_path: Path | None, level: str = "info", console: str 
         file_handler.setFormatter(structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                        structlog.processors.dict_tracebacks,
+                        _dict_tracebacks,
                         structlog.processors.JSONRenderer()]))
         root.addHandler(file_handler)
-    mode = _console_mode(console)
+    mode = console_mode(console)
     if mode != "off":
         renderers: dict[str, list[Any]] = {
             "journal": [_journal_prefix, structlog.processors.format_exc_info, _render_journal],
-            "json": [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()],
+            "json": [_dict_tracebacks, structlog.processors.JSONRenderer()],
             # Plain tracebacks: never print local variables, which may hold credentials.
-            "plain": [structlog.dev.ConsoleRenderer(colors=False,
-                                                    exception_formatter=structlog.dev.plain_traceback)],
+            "plain": [_PlainRenderer()],
         }
         stream = logging.StreamHandler(sys.stderr)
+        if mode == "plain":  # a person at a terminal: what it does, and what went wrong
+            stream.addFilter(_for_a_person)
         stream.setFormatter(structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderers[mode]]))
@@ -104,7 +112,28 @@ def configure_logging(json_path: Path | None, level: str = "info", console: str 
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _console_mode(console: str) -> str:
+class _PlainRenderer:
+    """A terminal gets the activity log's own plain lines; other records (warnings and errors
+    only) as the console renderer shows them, with plain tracebacks that never print local
+    variables, which may hold credentials."""
+
+    def __init__(self) -> None:
+        self._console = structlog.dev.ConsoleRenderer(colors=False,
+                                                      exception_formatter=structlog.dev.plain_traceback)
+
+    def __call__(self, logger: Any, method: str, event: dict[str, Any]) -> str:
+        if event.get("logger") == "distilld.activity":
+            return f"distilld: {event.get('message', '')}"
+        rendered: str = self._console(logger, method, event)
+        return rendered
+
+
+def _for_a_person(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING or record.name == "distilld.activity"
+
+
+def console_mode(console: str) -> str:
+    """What goes to stderr: the setting, or for "auto" the journal, a terminal, or nothing."""
     if console != "auto":
         return console
     if os.environ.get("JOURNAL_STREAM") or os.environ.get("INVOCATION_ID"):
@@ -119,10 +148,11 @@ def get_logger(name: str = "distilld") -> Any:
 class ActivityLog:
     """The human log: ``<UTC stamp>  <what happened>``, one whole line per append, size-rotated."""
 
-    def __init__(self, path: Path, max_bytes: int = 1_000_000, backups: int = 5) -> None:
+    def __init__(self, path: Path, max_bytes: int = 1_000_000, backups: int = 5, echo: bool = True) -> None:
         self.path = path
         self.max_bytes = max_bytes
         self.backups = backups
+        self.echo = echo  # also a structlog record (the daemon); a command's stdout stays its own
         self._lock = threading.Lock()
         self._logger = get_logger("distilld.activity")
 
@@ -136,7 +166,8 @@ class ActivityLog:
                 os.write(fd, (line + "\n").encode("utf-8", "backslashreplace"))
             finally:
                 os.close(fd)
-        self._logger.info("activity", message=message, **fields)
+        if self.echo:
+            self._logger.info("activity", message=message, **fields)
         return line
 
     def _rotate_if_full(self) -> None:

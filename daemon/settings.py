@@ -19,21 +19,24 @@ import os
 import re
 import stat
 import tomllib
-import warnings
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .errors import ConfigError
+# Where things live is in locations.py (no pydantic there, so light commands stay light).
+from .locations import APP as APP
+from .locations import CONFIG_NAME as CONFIG_NAME
+from .locations import DEFAULT_STORE as DEFAULT_STORE
+from .locations import config_dir as config_dir
+from .locations import config_file as config_file
+from .locations import runtime_dir as runtime_dir
+from .locations import state_dir as state_dir
 
-APP = "distilld"
-DEFAULT_STORE = "~/.aura-distill"
-CONFIG_NAME = "config.toml"
 ENV_PREFIX = "DISTILLD_"
 # Linux allows 108 bytes for a Unix socket path, macOS 104; stay under both.
 SOCKET_PATH_MAX = 100
@@ -89,6 +92,15 @@ class GitSettings(_Section):
     ssh_key: Path | None = Field(default=None, description="private key file (libgit2 does not read ~/.ssh/config)")
     use_ssh_agent: bool = True
     token_file: Path | None = Field(default=None, description="a file holding an HTTPS token (keep it 0600)")
+    extra_folders: tuple[str, ...] = Field(default=(), description=(
+        "top-level store folders to sync as they are (e.g. topics); never moved, cataloged or archived"))
+
+    @field_validator("extra_folders")
+    @classmethod
+    def _folders(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from .store.unmanaged import check_extra_folder
+
+        return tuple(check_extra_folder(name) for name in value)
 
     @field_validator("ssh_key", "token_file")
     @classmethod
@@ -161,37 +173,6 @@ class Settings(BaseSettings):
 
 
 # -- where things live ---------------------------------------------------------------------
-
-
-def _env_dir(name: str) -> Path | None:
-    value = os.environ.get(name)
-    return Path(value).expanduser().absolute() if value else None
-
-
-def config_dir() -> Path:
-    return _env_dir("DISTILLD_CONFIG_DIR") or Path(platformdirs.user_config_dir(APP))
-
-
-def config_file(explicit: Path | None = None) -> Path:
-    """The config file: --config, else $DISTILLD_CONFIG, else config.toml in the config dir."""
-    if explicit is not None:
-        return Path(explicit).expanduser().absolute()
-    return _env_dir("DISTILLD_CONFIG") or config_dir() / CONFIG_NAME
-
-
-def state_dir() -> Path:
-    return _env_dir("DISTILLD_STATE_DIR") or Path(platformdirs.user_state_dir(APP))
-
-
-def runtime_dir() -> Path:
-    found = _env_dir("DISTILLD_RUNTIME_DIR")
-    if found:
-        return found
-    with warnings.catch_warnings():
-        # Without $XDG_RUNTIME_DIR platformdirs warns and falls back to /tmp/runtime-<uid>;
-        # ensure_private_dir() then checks that folder really is ours.
-        warnings.simplefilter("ignore")
-        return Path(platformdirs.user_runtime_dir(APP))
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -331,6 +312,8 @@ def default_store() -> Path:
 
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):

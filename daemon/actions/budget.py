@@ -8,6 +8,8 @@ from pathlib import Path
 
 from ..policy import Policy
 from ..store.budget import BudgetLimits, BudgetReport, measure_budget
+from ..store.paths import SPINE
+from ..store.readable import unreadable_reason
 from ..store.snapshot import take_snapshot
 
 
@@ -26,7 +28,9 @@ def limits_from(policy: Policy) -> BudgetLimits:
 
 
 def run_budget(store: Path, policy: Policy, today: date) -> BudgetReport:
-    return measure_budget(take_snapshot(store), limits_from(policy), today)
+    report = measure_budget(take_snapshot(store), limits_from(policy), today)
+    report.spine_unreadable = unreadable_reason(store.expanduser() / SPINE)
+    return report
 
 
 def _margin(value: int, cap: int) -> str:
@@ -36,7 +40,9 @@ def _margin(value: int, cap: int) -> str:
 
 def render_text(report: BudgetReport) -> str:
     limits = report.limits
-    if not report.spine_present:
+    if report.spine_unreadable:
+        out = [f"SPINE.md: unreadable: {report.spine_unreadable}; its lines and bytes are not counted"]
+    elif not report.spine_present:
         out = ["SPINE.md: missing"]
     else:
         out = [

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..store.caps import DEFAULT_CAPS, Caps
 from ..store.findings import GROUPS, Finding, Group, note
 from ..store.invariants import check_store
 from ..store.lossless import check_c4
-from ..store.paths import CATALOG, Layout
+from ..store.paths import CATALOG, Layout, extra_synced_folders
 from ..store.snapshot import take_snapshot
+from ..store.unmanaged import unmanaged_folders
+
+NEEDS_MIGRATE = "this store needs `distilld migrate` (a pre-1.2 store: no CATALOG.md); `distilld migrate` previews it"
 
 
 @dataclass
@@ -20,6 +23,7 @@ class CheckResult:
     layout: Layout
     groups: tuple[Group, ...]
     findings: list[Finding]
+    unmanaged: list[str] = field(default_factory=list)  # folders distilld does not manage
 
     def passed(self, group: Group) -> bool:
         return not any(f.group == group and f.severity == "fail" for f in self.findings)
@@ -40,12 +44,14 @@ def run_check(store: Path, before: Path | None = None, caps: Caps = DEFAULT_CAPS
     if before is not None:
         findings += check_c4(take_snapshot(before), snapshot)
         groups = GROUPS
-    return CheckResult(snapshot.root, snapshot.layout, groups, findings)
+    result = CheckResult(snapshot.root, snapshot.layout, groups, findings)
+    result.unmanaged = [folder.describe() for folder in unmanaged_folders(snapshot.root, extra_synced_folders())]
+    return result
 
 
 def render_text(result: CheckResult) -> str:
     """The reference checker's shape: ``C1 PASS``; reasons and notes indented under each group."""
-    lines: list[str] = []
+    lines: list[str] = [NEEDS_MIGRATE] if result.layout is Layout.UNMIGRATED else []
     for group in result.groups:
         lines.append(f"{group} {'PASS' if result.passed(group) else 'FAIL'}")
         for finding in result.findings:
@@ -53,7 +59,19 @@ def render_text(result: CheckResult) -> str:
                 continue
             marker = "-" if finding.severity == "fail" else "note:"
             lines.append(f"    {marker} {finding.message}")
+    lines += [f"note: {line}" for line in result.unmanaged]
+    if not result.ok:
+        lines.append(count_line(result))
     return "\n".join(lines) + "\n"
+
+
+def count_line(result: CheckResult) -> str:
+    """One line at the end of a failing check: how many failures each group has."""
+    counts = []
+    for group in result.groups:
+        failing = sum(1 for f in result.findings if f.group == group and f.severity == "fail")
+        counts.append(f"{group} {failing} failing" if failing else f"{group} pass")
+    return "summary: " + ", ".join(counts)
 
 
 def render_json(result: CheckResult) -> str:
@@ -63,5 +81,6 @@ def render_json(result: CheckResult) -> str:
         "ok": result.ok,
         "groups": {group: "PASS" if result.passed(group) else "FAIL" for group in result.groups},
         "findings": [finding.to_dict() for finding in result.findings],
+        "unmanaged": result.unmanaged,
     }
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"

@@ -25,7 +25,7 @@ from ..policy import Policy
 from ..store.paths import SPINE
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.text import clip
-from .passes import locked_pass
+from .passes import locked_pass, refuse_unreadable_text, require_store_folder
 
 PLAN_ATTEMPTS = 2  # a file changed under the first attempt: plan once more from the store as it is
 
@@ -107,6 +107,9 @@ def run_compact(store: Path, policy: Policy, clock: Callable[[], datetime], wait
     """The compaction pass: a preview (``apply=False``, no lock, nothing written), or under the
     lock: interrupted work recovered first, then the plan made and carried out."""
     if not apply:
+        root = store.expanduser().resolve()
+        require_store_folder(root)
+        refuse_unreadable_text(root)  # a preview parses the SPINE too: junk is refused, not guessed at
         return preview_compact(store, policy, clock())
     with locked_pass(store, policy, clock, wait) as ctx:
         refuse_unless_compaction_allowed(take_snapshot(ctx.root))

@@ -17,6 +17,7 @@ from ..engine.migrate import (
     revert_migration,
 )
 from ..engine.recovery import finish_interrupted
+from ..errors import DistilldError
 from ..policy import Policy
 from ..store.local import pending_migrations
 from .passes import locked_pass
@@ -44,6 +45,30 @@ def run_migrate(store: Path, policy: Policy, clock: Callable[[], datetime], mode
         if mode == "finish":
             return finish_migration(ctx)
         return revert_migration(ctx)
+
+
+class MigrationInterrupted(DistilldError):
+    """Ctrl-C during a migration: the store is PENDING (or untouched); the message says how to go on."""
+
+    exit_code = 130
+
+
+def interrupted(store: Path, mode: str) -> MigrationInterrupted:
+    pending = pending_migrations(store.expanduser().resolve()) if store.exists() else []
+    if pending:
+        return MigrationInterrupted(
+            f"interrupted: the migration of {store} is PENDING ({pending[0]}); `distilld migrate --finish` "
+            "resumes it where it stopped (`distilld migrate --revert` puts the backup back instead)")
+    return MigrationInterrupted(f"interrupted during migrate --{mode} before the store was changed; "
+                                "run `distilld migrate --apply` again when ready")
+
+
+def exit_code(outcome: MigrateOutcome) -> int:
+    """0 done (or planned), 6 when the plan is REFUSED (nothing may be changed), 1 when the
+    self-check failed."""
+    if outcome.plan is not None and outcome.plan.refusal:
+        return 6
+    return 0 if outcome.ok else 1
 
 
 def render_text(outcome: MigrateOutcome) -> str:

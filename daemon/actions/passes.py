@@ -9,15 +9,36 @@ from pathlib import Path
 
 from ..engine.context import PassContext
 from ..engine.lock import AcquireKind, StoreLock, default_owner
-from ..errors import LockHeld, LockLost
+from ..errors import LockHeld, LockLost, StoreError, StoreRefused
 from ..policy import Policy
+from ..store.paths import LEDGER, SPINE
+from ..store.readable import unreadable_reason
+
+
+def require_store_folder(root: Path) -> None:
+    """A missing store, or a path that is a file, is said as such (not as a lock file error)."""
+    if not root.exists():
+        raise StoreError(f"{root}: no such store (`distilld new {root}` creates an empty one); nothing was changed")
+    if not root.is_dir():
+        raise StoreError(f"{root} is not a folder, so it cannot be a store; pass the store's folder")
+
+
+def refuse_unreadable_text(root: Path) -> None:
+    """A write pass parses and edits SPINE.md and appends to the ledger: one it cannot read as
+    text is refused, naming the file, before anything is written."""
+    for name in (SPINE, LEDGER):
+        why = unreadable_reason(root / name)
+        if why:
+            error = StoreRefused(f"{root / name} cannot be read as text: {why}. Nothing was changed; "
+                                 f"restore it (`git -C {root} checkout -- {name}`, or from a backup) and try again")
+            error.file = str(root / name)
+            raise error
 
 
 @contextmanager
-def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
-                wait: float = 0, owner: str | None = None) -> Iterator[PassContext]:
-    """Hold the store's .lock for the duration of a pass (never breaking a fresh one)."""
-    root = store.expanduser().resolve()
+def store_lock_held(root: Path, policy: Policy, wait: float = 0, owner: str | None = None) -> Iterator[StoreLock]:
+    """Hold the store's .lock (never breaking a fresh one), waiting ``wait`` s for a distiller.
+    Already held by this owner means an outer pass holds it: that pass releases it, not this one."""
     lock = StoreLock.from_policy(root, owner or default_owner(), policy.lock)
     try:
         taken = lock.acquire(wait)
@@ -26,14 +47,23 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
         raise LockHeld(f"{root}/.lock is held ({who}): a distillation is running; nothing was changed. "
                        "Try again later, or pass --wait SECONDS.", held.owner, held.age) from None
     try:
-        context = PassContext(root, lock, clock, policy.caps, policy.spine.entry_target_bytes)
-        context.take_baseline()
-        yield context
+        yield lock
     finally:
-        # Already held by this owner means an outer pass (the daemon's) holds it: that pass
-        # releases it, not this nested one.
         if taken.kind is not AcquireKind.ALREADY_HELD:
             try:
                 lock.release()
             except LockLost:
                 pass  # taken over as stale meanwhile: the pass already stopped at its heartbeat
+
+
+@contextmanager
+def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
+                wait: float = 0, owner: str | None = None) -> Iterator[PassContext]:
+    """Hold the store's .lock for the duration of a pass (never breaking a fresh one)."""
+    root = store.expanduser().resolve()
+    require_store_folder(root)
+    with store_lock_held(root, policy, wait, owner) as lock:
+        refuse_unreadable_text(root)
+        context = PassContext(root, lock, clock, policy.caps, policy.spine.entry_target_bytes)
+        context.take_baseline()
+        yield context

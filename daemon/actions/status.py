@@ -30,10 +30,11 @@ class StatusView:
     service: dict[str, Any] | None
     files: dict[str, str]
     stuck: list[str] = field(default_factory=list)
+    unmanaged: list[str] = field(default_factory=list)  # folders distilld does not manage
 
     def to_dict(self) -> dict[str, Any]:
         return {"store": str(self.store), "running": self.running, "pid": self.pid, "service": self.service,
-                "stuck": self.stuck, "files": self.files, "status": self.data}
+                "stuck": self.stuck, "files": self.files, "unmanaged": self.unmanaged, "status": self.data}
 
 
 def _epoch(stamp: Any) -> float | None:
@@ -87,7 +88,7 @@ def find_stuck(data: dict[str, Any] | None, running: bool, service: dict[str, An
         stuck.append(f"{git['ahead']} commit(s) not pushed yet")
     if git.get("behind"):
         stuck.append(f"{git['behind']} commit(s) on the remote not pulled yet")
-    if git.get("backoff_until"):
+    if backing_off(git, now):
         stuck.append(f"sync backing off until {git['backoff_until']}")
     watcher = data.get("watcher") or {}
     if running and watcher and not watcher.get("alive") and waiting.get("for") != "store":
@@ -111,6 +112,12 @@ def find_stuck(data: dict[str, Any] | None, running: bool, service: dict[str, An
     return stuck
 
 
+def backing_off(git: dict[str, Any], now: float) -> bool:
+    """A backoff counts only until it ends: an expired one is no longer a reason to wait."""
+    until = _epoch(git.get("backoff_until"))
+    return until is not None and until > now
+
+
 def build_view(store: Path, data: dict[str, Any] | None, pid: int | None, service: dict[str, Any] | None,
                files: dict[str, str], now: float | None = None) -> StatusView:
     running = pid is not None
@@ -128,7 +135,7 @@ def _now_line(data: dict[str, Any]) -> str:
         return (f"waiting: lock held by {waiting.get('owner')} for {waiting.get('age_seconds')} s "
                 f"(since {waiting.get('since')}); {waiting.get('job')} runs once it is released")
     if waiting.get("for") == "store":
-        return f"waiting: no store at {waiting.get('path')} (`distilld init` creates one)"
+        return f"waiting: no store at {waiting.get('path')} (`distilld new` creates one)"
     if current:
         return f"running {current.get('job')} ({current.get('trigger')}) since {current.get('since')}"
     return str(data.get("state") or "unknown")
@@ -156,7 +163,7 @@ def _git_line(git: dict[str, Any]) -> str:
     last = git.get("last_sync") or {}
     if last:
         parts.append(f"last sync {last.get('at')}: {last.get('summary')}")
-    if git.get("backoff_until"):
+    if backing_off(git, time.time()):
         parts.append(f"backing off until {git['backoff_until']}")
     return "; ".join(parts) or "no sync yet"
 
@@ -167,6 +174,13 @@ def _report_line(report: Any) -> str:
     where = report.get("html") or report.get("text")
     note = f"; {report['note']}" if report.get("note") else ""
     return f"health report: {where} (written {report['at']}{note})"
+
+
+def _verdict(record: dict[str, Any]) -> str:
+    outcome = record.get("outcome")
+    if outcome == "skipped":
+        return "SKIPPED"
+    return "ok    " if record.get("ok") else "FAILED"
 
 
 def render_text(view: StatusView) -> str:
@@ -208,11 +222,15 @@ def render_text(view: StatusView) -> str:
         for job in [*PASS_ORDER, *sorted(set(passes) - set(PASS_ORDER))]:
             record = passes.get(job)
             if isinstance(record, dict):
-                verdict = "ok    " if record.get("ok") else "FAILED"
-                out.append(f"    {job:<11} {record.get('at')}  {verdict} {record.get('summary')}")
+                out.append(f"    {job:<11} {record.get('at')}  {_verdict(record)} {record.get('summary')}")
     runs = {k: v for k, v in (data.get("next_runs") or {}).items() if v}
     if runs and view.running:
         out.append("next runs: " + ", ".join(f"{job} {when}" for job, when in sorted(runs.items(), key=lambda i: i[1])))
+    outside = [item for item in data.get("outside_edits") or [] if isinstance(item, dict)]
+    if outside:
+        out.append("edited outside a distillation (no lock held, none running; committed as they were):")
+        out += [f"    - {item.get('path')} at {item.get('at')}" for item in outside[-10:]]
+    out += [f"folders: {line}" for line in view.unmanaged]
     error = data.get("last_error")
     if error:
         out.append(f"last error: {error.get('at')} {error.get('job')}: {error.get('message')}")

@@ -208,6 +208,21 @@ class OperationRecord:
 
 
 @contextmanager
+def operation_under_lock(store: Path, operation: str, policy: Policy, clock: Callable[[], datetime],
+                         wait: float = 0, identity: Identity = DEFAULT_IDENTITY) -> Iterator[OperationRecord]:
+    """The store's .lock taken first (waiting ``wait`` s for a distiller), and only then the
+    operation's "before" taken, the operation run and its commit made, all before the lock is
+    released: what an agent writes during the wait is its own commit, never part of ours."""
+    from .passes import require_store_folder, store_lock_held
+
+    root = store.expanduser().resolve()
+    require_store_folder(root)
+    with store_lock_held(root, policy, wait):
+        with committed_operation(root, operation, policy, clock, identity) as record:
+            yield record
+
+
+@contextmanager
 def committed_operation(store: Path, operation: str, policy: Policy, clock: Callable[[], datetime],
                         identity: Identity = DEFAULT_IDENTITY) -> Iterator[OperationRecord]:
     """Run a maintenance operation inside ``with``; it becomes one commit of exactly the paths
@@ -249,3 +264,11 @@ def committed_operation(store: Path, operation: str, policy: Policy, clock: Call
     except (GitBusy, GitStoreError, CommitRefused) as error:
         # The operation itself is done; its changes wait for the next commit of agents' changes.
         record.notes.append(f"the {operation} was not committed: {error}")
+
+
+def sync_exit_code(report: SyncReport) -> int:
+    """0 in sync; 7 skipped or blocked (nothing was wrong with the remote: retry later or fix
+    what the report names); 8 offline, push failed or a byte mismatch."""
+    if report.ok:
+        return 0
+    return 7 if report.state in ("skipped", "blocked") else 8

@@ -2,6 +2,7 @@
 
 ``DISTILLD_CRASH_AT=<boundary>[:<n>]`` makes the process SIGKILL itself at the n-th time (default
 the first) it reaches that write boundary, so a test can prove recovery from that exact instant.
+``DISTILLD_CRASH_SIGNAL=SIGINT`` sends that signal instead (a Ctrl-C at that instant).
 ``DISTILLD_PAUSE_AT=<boundary>[:<n>]`` with ``DISTILLD_PAUSE_FILE=<path>`` makes it stop there
 instead: it creates that file and goes on once the test has removed it, so a test can change the
 store under a running pass (or kill it while it waits).
@@ -33,7 +34,7 @@ def _nth_time(spec: str, boundary: str, kind: str) -> bool:
 def crashpoint(boundary: str) -> None:
     spec = os.environ.get(CRASH_ENV)
     if spec and _nth_time(spec, boundary, "crash"):
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), getattr(signal, os.environ.get("DISTILLD_CRASH_SIGNAL", "SIGKILL")))
     pause = os.environ.get(PAUSE_ENV)
     if pause and _nth_time(pause, boundary, "pause"):
         flag = Path(os.environ[PAUSE_FILE_ENV])

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from ..errors import DistilldError
+from ..errors import StoreRefused
 from ..store import fs
 from ..store.catalog import render_catalog
 from ..store.findings import Finding
@@ -38,11 +38,11 @@ from .journal import (
 from .plan import GcPlan
 
 
-class GcRefused(DistilldError):
+class GcRefused(StoreRefused):
     """gc may not run on this store now; the message says what to do first."""
 
 
-class RecoveryStopped(DistilldError):
+class RecoveryStopped(StoreRefused):
     """Recovery met a state it cannot explain; nothing more was changed."""
 
 

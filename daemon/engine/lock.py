@@ -166,6 +166,12 @@ def lock_status(root: Path, stale_seconds: float = 300, clock: Clock = time.time
     return LockState(kind, line.owner, age)
 
 
+# Told of every stale-lock takeover (the store, the new owner, the old owner, its age in s), so
+# the command line can put it in the activity log; the daemon logs its own takeovers itself.
+TakeoverHook = Callable[[Path, str, "str | None", "int | None"], None]
+takeover_hook: TakeoverHook | None = None
+
+
 class AcquireKind(enum.Enum):
     ACQUIRED = "acquired"
     ALREADY_HELD = "already held"
@@ -310,6 +316,8 @@ class StoreLock:
         while True:
             outcome = self._try_acquire()
             if isinstance(outcome, AcquireResult):
+                if outcome.kind is AcquireKind.TOOK_OVER and takeover_hook is not None:
+                    takeover_hook(self.root, self.owner, outcome.previous_owner, outcome.previous_age)
                 return outcome
             remaining = deadline - time.monotonic()
             if remaining <= 0:

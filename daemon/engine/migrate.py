@@ -47,6 +47,7 @@ from .migrate_journal import (
 )
 from .migrate_plan import MigrationPlan, plan_migration
 from .plan import Move
+from .progress import report as report_progress
 from .writes import Pacer, PlanStopped, planned_checksums, run_step
 
 KNOWLEDGE_TOPS: tuple[str, ...] = (*TIERS, "evidence", "archive")
@@ -97,9 +98,13 @@ def _refusal_message(plan: MigrationPlan) -> str:
 
 
 def _make_plan(root: Path, policy: Policy, now: datetime) -> MigrationPlan:
+    report_progress("reading the store", 0, 2)
     snapshot = take_snapshot(root)
     snapshot.require_readable()
-    return plan_migration(snapshot, policy, now, lifecycle_enabled(root))
+    report_progress("planning the migration", 1, 2)
+    plan = plan_migration(snapshot, policy, now, lifecycle_enabled(root))
+    report_progress("planning the migration", 2, 2)
+    return plan
 
 
 # -- preview ----------------------------------------------------------------------------------
@@ -151,7 +156,8 @@ def apply_migration(ctx: PassContext, policy: Policy) -> MigrateOutcome:
 def _backup(root: Path, directory: MigrationDir) -> None:
     """Copy the knowledge tree into backup/ byte for byte, then verify the copy."""
     files = knowledge_files(root)
-    for path in files:
+    for number, path in enumerate(files, 1):
+        report_progress("backing up", number, len(files))
         target = directory.backup / path
         if target.exists():
             fs.remove(target)  # a backup interrupted before PENDING: start it again
@@ -166,7 +172,8 @@ def _backup(root: Path, directory: MigrationDir) -> None:
 def _continue(ctx: PassContext, directory: MigrationDir, record: MigrationRecord, outcome: MigrateOutcome) -> None:
     marks = directory.marks()
     pacer = Pacer(ctx.heartbeat)
-    for item in record.items:
+    for number, item in enumerate(record.items, 1):
+        report_progress("migrating", number, len(record.items))
         if marks.get(item.number):
             continue
         if item.kind == ITEM_CHECK:

@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import DistilldError
+from ..errors import DistilldError, StoreRefused
 from ..store import fs
 from ..store.catalog import render_catalog
 from ..store.findings import Finding
@@ -42,7 +42,7 @@ class RestoreRefused(DistilldError):
     """The restore cannot be done; nothing was changed."""
 
 
-class RestoreStopped(DistilldError):
+class RestoreStopped(StoreRefused):
     """An interrupted restore met a state it cannot explain; nothing more was changed."""
 
 

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DistilldError
+from ..errors import StoreRefused
 from ..store import fs
 from ..store.evidence import twin_after
 from ..store.text import decode, encode, sha256_hex
 from .crash import crashpoint
 
 
-class PlanStopped(DistilldError):
+class PlanStopped(StoreRefused):
     """A file is not as the plan expects; nothing more was changed."""
 
 

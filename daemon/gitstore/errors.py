@@ -1,4 +1,5 @@
-"""Errors of the git-backed store. Exit codes follow the CLI: 1 skipped or blocked, 2 error."""
+"""Errors of the git-backed store. Exit codes follow the CLI: 7 skipped or blocked, 8 the remote
+failed, 2 error."""
 
 from __future__ import annotations
 
@@ -19,16 +20,16 @@ class GitBusy(DistilldError):
     """git is busy or the repository is somewhere distilld must not act (index.lock, a merge or
     rebase in progress, a detached HEAD, another branch): skipped, to retry later."""
 
-    exit_code = 1
+    exit_code = 7
 
 
 class CommitRefused(DistilldError):
     """A path may not be committed (local, a symlink, conflict markers, staged by the user)."""
 
-    exit_code = 1
+    exit_code = 7
 
 
 class RemoteError(DistilldError):
     """The remote could not be reached or refused us; the commits wait locally."""
 
-    exit_code = 1
+    exit_code = 8

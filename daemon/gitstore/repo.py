@@ -16,7 +16,7 @@ import pygit2
 from pygit2.enums import RepositoryState
 
 from ..store import fs
-from ..store.paths import SHARED_DIRS
+from ..store.paths import SHARED_DIRS, extra_synced_folders
 from .errors import GitBusy, GitStoreError, NotAStoreRepo
 
 ATTRIBUTES = ".gitattributes"
@@ -45,6 +45,15 @@ IGNORE_LINES: tuple[str, ...] = (
     "!/.gitignore",
     "!/.gitattributes",
 )
+
+
+
+def ignore_lines() -> tuple[str, ...]:
+    """The allow-list, with the folders the user chose to sync (git.extra_folders) let in too."""
+    extra = tuple(f"!/{name}/" for name in extra_synced_folders())
+    at = IGNORE_LINES.index("/*.md")
+    return (*IGNORE_LINES[:at], *extra, *IGNORE_LINES[at:])
+
 
 BRANCH_KEY = "distilld.branch"
 REMOTE_KEY = "distilld.remote"
@@ -213,7 +222,7 @@ def _with_block(existing: str, lines: tuple[str, ...]) -> str:
 def write_managed_files(root: Path) -> list[str]:
     """Write distilld's block of .gitattributes and .gitignore; the names of files changed."""
     wrote: list[str] = []
-    for name, lines in ((ATTRIBUTES, ATTRIBUTE_LINES), (IGNORE, IGNORE_LINES)):
+    for name, lines in ((ATTRIBUTES, ATTRIBUTE_LINES), (IGNORE, ignore_lines())):
         path = root / name
         try:
             existing = path.read_bytes().decode("utf-8")

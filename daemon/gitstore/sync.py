@@ -23,12 +23,13 @@ import pygit2
 from pygit2.enums import CheckoutNotify, CheckoutStrategy
 
 from ..store.caps import DEFAULT_CAPS, Caps
-from ..store.merge import Sides
+from ..store.merge import Sides, has_conflict_markers
+from ..store.paths import sync_class
 from .auth import Credentials, StoreCallbacks, apply_timeouts
 from .commit import Identity, commit_agent_changes, head_commit, new_pass_id, working_changes
 from .errors import GitBusy, GitStoreError, RemoteError
 from .merge import Flat, flatten, incoming_problems, merge_commits
-from .repo import StoreRepo, busy_reason, write_state_file
+from .repo import MANAGED_FILES, StoreRepo, busy_reason, write_state_file
 from .verify import verify_pull
 
 STATE_FILE = "sync.json"
@@ -387,8 +388,14 @@ class _Run:
                 report.ahead, report.behind = ahead_behind(store)
                 return report
             report.ahead, report.behind = ahead_behind(store)
+            if skipped_while_behind(report):
+                return report
             if report.ahead == 0:
                 break
+            refusal = push_refusal(store)
+            if refusal is not None:
+                report.state, report.reason = "blocked", refusal
+                return report
             try:
                 push(store, self.credentials)
             except PushRejected as rejected:
@@ -406,6 +413,61 @@ class _Run:
             report.state = "synced"
         save_state(store, SyncState(last_success=self.wall()))
         return report
+
+
+def _unsafe_path(path: str, mode: int) -> str | None:
+    if mode == pygit2.GIT_FILEMODE_LINK:
+        return "a symlink"
+    if sync_class(path) == "local" and path not in MANAGED_FILES:
+        return "a machine-local path (dotfiles, data/, local/, bin/ never leave this machine)"
+    if "\\" in path or ":" in path or path.startswith(("/", "~")):
+        return "a path that is not contained in the store (D10)"
+    return None
+
+
+def push_refusal(store: StoreRepo) -> str | None:
+    """What is about to be pushed, whoever committed it (the user by hand included): a file left
+    with conflict markers, a machine-local path, a symlink or an uncontained path would stop
+    every other machine. The commit and the file are named, with how to fix it."""
+    repo = store.repo
+    head = head_commit(repo)
+    if head is None:
+        return None
+    walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL)
+    theirs = tracking_head(store)
+    if theirs is not None:
+        walker.hide(theirs)
+    newest_change: dict[str, pygit2.Commit] = {}
+    for commit in walker:  # newest first: the first commit seen for a path is its newest change
+        parent = commit.parents[0].tree if commit.parents else None
+        diff = parent.diff_to_tree(commit.tree) if parent is not None else commit.tree.diff_to_tree(swap=True)
+        for delta in diff.deltas:
+            if delta.status != pygit2.enums.DeltaStatus.DELETED:
+                newest_change.setdefault(delta.new_file.path, commit)
+    fix = (f"fix it in {store.root}, commit the fix (`git -C {store.root} commit`), then sync again; "
+           "distilld never rewrites your commits")
+    for path, commit in sorted(newest_change.items()):
+        try:
+            entry = head.tree[path]
+        except KeyError:
+            continue  # removed again by a later commit
+        where = f"commit {str(commit.id)[:7]} ({commit.message.splitlines()[0] if commit.message else ''})"
+        why = _unsafe_path(path, entry.filemode)
+        if why is not None:
+            return f"not pushed: {where} adds {path}, {why}; {fix}"
+        if path.endswith(".md") and has_conflict_markers(repo[entry.id].read_raw()):
+            return f"not pushed: {where} leaves conflict markers in {path}; {fix}"
+    return None
+
+
+def skipped_while_behind(report: SyncReport) -> bool:
+    """The lock was held (the remote's commits could not be taken in) and the remote is ahead
+    of us: a push could only be rejected. That is a skip, said as one, with no backoff."""
+    if report.state != "skipped" or not report.behind:
+        return False
+    report.notes.append(f"not pushed: {report.behind} commit(s) on the remote must be taken in first, "
+                        "once the lock is released")
+    return True
 
 
 def sync_store(store: StoreRepo, clock: Callable[[], datetime], identity: Identity,

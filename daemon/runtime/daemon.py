@@ -23,10 +23,12 @@ from typing import Any
 from .. import __version__
 from ..engine.lock import LockStateKind, default_owner
 from ..errors import DistilldError, StoreError
-from ..log import ActivityLog, StatusFile, configure_logging, get_logger, read_json, utc_stamp
+from ..log import ActivityLog, StatusFile, configure_logging, console_mode, get_logger, read_json, utc_stamp
 from ..policy import Policy, load_policy
 from ..settings import InstancePaths, Settings, ensure_private_dir, load_settings
 from ..store.local import lifecycle_enabled
+from ..store.paths import set_extra_synced_folders
+from ..store.unmanaged import unmanaged_folders
 from . import sdnotify
 from .control import ControlServer
 from .instance import InstanceLock
@@ -59,6 +61,7 @@ class Daemon:
         self.overrides = overrides or {}
         self.once = once
         self.store = settings.store
+        set_extra_synced_folders(settings.git.extra_folders)
         self.paths = InstancePaths.for_store(self.store)
         self.stop = threading.Event()
         self.wake = threading.Event()
@@ -70,6 +73,7 @@ class Daemon:
         self.worker: Worker | None = None
         self.schedule: Schedule | None = None
         self.control: ControlServer | None = None
+        self._distiller_seen = False  # a .lock change since the last batch of changes
 
     # -- entry -----------------------------------------------------------------------------
 
@@ -78,8 +82,7 @@ class Daemon:
         ensure_private_dir(self.paths.state)
         ensure_private_dir(self.paths.runtime)
         if self.once and not self.store.is_dir():
-            raise StoreError(f"{self.store}: no such store directory (create it with `distilld init`, "
-                             "or pass --store)")
+            raise StoreError(missing_store_line(self.store, waiting=False))
         instance = InstanceLock(self.paths.instance_lock)
         instance.acquire(self.store)
         try:
@@ -107,6 +110,8 @@ class Daemon:
                      status=status, activity=activity, stop=self.stop, lock_changed=threading.Event(),
                      git=GitLink(self.store, self.settings, policy, lambda: datetime.now(UTC)),
                      compactor=CompactLink(), block_on_lock=self.once)
+        if not self.store.is_dir():
+            return env  # nothing to ask git yet; the first pass after the store appears does
         try:
             status.update(git={**(status.get("git") or {}), **env.git.state()}, flush=False)
         except Exception:  # an odd repository must not keep the daemon from starting
@@ -153,6 +158,10 @@ class Daemon:
             if self.stop.is_set():
                 break
             results.append(run_job(env, job, "once"))
+        if (env.unpushed and not self.stop.is_set() and self.settings.git.push
+                and env.git.has_remote()):
+            # compaction or the lifecycle committed after the cycle's sync: push that too
+            results.append(run_job(env, "sync", "once:after-commit"))
         env.status.update(state="stopped", current=None, pid=None)
         return 0 if all(r.ok for r in results) else 1
 
@@ -178,7 +187,9 @@ class Daemon:
         self.worker.start()
         env.activity.write(f"started: following {self.store} (pid {os.getpid()}, distilld {__version__})")
         if not self.watcher.start():
-            env.activity.write(f"waiting: no store at {self.store} yet (`distilld init` creates one)")
+            env.activity.write(f"waiting: {missing_store_line(self.store, waiting=True)}")
+        for folder in unmanaged_folders(self.store, settings.git.extra_folders):
+            env.activity.write(folder.describe())
         git_note = (env.status.get("git") or {}).get("note")
         if git_note and settings.git.commit:
             env.activity.write(f"not committing the agents' changes: {git_note}")
@@ -259,13 +270,30 @@ class Daemon:
             log.debug("watch.own_writes_only", paths=len(paths))
             return
         log.info("watch.quiet", paths=len(kept), lock_released=poked)
+        self._note_outside_edits(kept, poked)
         self.worker.request("follow", "watch")
+
+    def _note_outside_edits(self, paths: set[str], poked: bool) -> None:
+        """Changes in a batch during which no distiller touched the lock and no distillation
+        ran (.status says so) were made by something else: the follow pass says which."""
+        distiller = self._distiller_seen or poked
+        self._distiller_seen = False
+        if distiller or not paths:
+            return
+        env = self._env
+        state = env.lock_state()
+        if state.kind is LockStateKind.HELD or distillation_running(self.store):
+            return
+        env.outside_edits |= {p for p in paths if p.endswith(".md")}
 
     def _on_lock(self) -> None:
         env = self._env
+        state = env.lock_state()
+        if state.kind is not LockStateKind.FREE and state.owner != env.owner:
+            self._distiller_seen = True  # someone else's lock: what changes now is a distillation's
         env.lock_changed.set()
         if env.wants_release and self.debouncer is not None:
-            if env.lock_state().kind is not LockStateKind.HELD:
+            if state.kind is not LockStateKind.HELD:
                 self.debouncer.poke()  # released: follow once the store has been quiet
 
     def _on_rescan(self, reason: str) -> None:
@@ -345,6 +373,7 @@ class Daemon:
             new = new.model_copy(update={"store": self.store})
         old = self.settings
         self.settings = env.settings = new
+        set_extra_synced_folders(new.git.extra_folders)
         env.policy = policy
         env.git.settings, env.git.policy = new, policy
         if self.debouncer is not None:
@@ -360,6 +389,14 @@ class Daemon:
         self._refresh_status(force=True)
 
 
+def distillation_running(store: Path) -> bool:
+    """The legacy protocol's word (STORE-FORMAT.md 2.1): .status says a run is under way."""
+    try:
+        return (store / ".status").read_text("utf-8", "replace").startswith("running")
+    except OSError:
+        return False
+
+
 def _give_back_memory() -> None:
     """A pass reads the whole store; hand the freed heap back to the OS so an idle daemon stays
     small (glibc keeps freed memory otherwise)."""
@@ -371,8 +408,20 @@ def _give_back_memory() -> None:
             pass  # not glibc: nothing to trim
 
 
+def missing_store_line(store: Path, *, waiting: bool) -> str:
+    """One plain line: what is missing, the command that fixes it, and what happens meanwhile."""
+    what = "not a folder" if store.exists() else "no store"
+    then = "; waiting for it to appear" if waiting else ""
+    return (f"{what} at {store}: `distilld new {store}` creates an empty one (or clone one there, "
+            f"or pass --store DIR){then}")
+
+
 def run_daemon(settings: Settings, *, config: Path | None, overrides: dict[str, Any], once: bool) -> int:
-    if not once and sys.stderr.isatty():
+    if not once and not settings.store.is_dir() and console_mode(settings.log.console) == "off":
+        # Said even when stderr is no terminal (a terminal and the journal get the activity log's
+        # own line); the daemon then waits for the store, so a service does not crash-loop.
+        print(f"distilld: {missing_store_line(settings.store, waiting=True)}", file=sys.stderr, flush=True)
+    elif not once and sys.stderr.isatty():
         print(f"distilld: following {settings.store}; `distilld status` shows what it does, "
               "Ctrl-C stops it", file=sys.stderr)
     return Daemon(settings, config=config, overrides=overrides, once=once).run()

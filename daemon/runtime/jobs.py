@@ -81,6 +81,8 @@ class JobEnv:
     _lifecycle_state: bool | None = None
     _commit_notes: set[str] = field(default_factory=set)
     _sync_blocked: str | None = None
+    unpushed: bool = False  # a commit was made since the last sync: the cycle must push it
+    outside_edits: set[str] = field(default_factory=set)  # changed with no lock and no distillation
 
     def check_stop(self) -> None:
         if self.stop.is_set():
@@ -245,7 +247,7 @@ def _wait_later(env: JobEnv, state: LockState) -> PassResult:
 def follow(env: JobEnv, trigger: str) -> PassResult:
     if not env.store.is_dir():
         env.status.update(state="waiting", waiting={"for": "store", "path": str(env.store), "since": utc_stamp()})
-        return PassResult(True, f"waiting: no store at {env.store} (`distilld init` creates one)")
+        return PassResult(True, f"waiting: no store at {env.store} (`distilld new` creates one)")
     # Reading and committing need no lock, but a distiller holding a fresh one is mid-run: its
     # changes are not finished. A stale lock does not block (run_follow takes it over only if
     # it has to write the catalog).
@@ -273,6 +275,7 @@ def follow(env: JobEnv, trigger: str) -> PassResult:
     _report_checks(env, report)
     _report_budgets(env, report.budget)
     env.check_stop()
+    _report_outside_edits(env)
     commit = commit_changes(env, trigger)
     parts = ["catalog rebuilt" if report.catalog_written else "catalog current",
              "C1-C3 pass" if report.ok else f"{_plural(len(report.failures), 'check')} failing"]
@@ -280,6 +283,46 @@ def follow(env: JobEnv, trigger: str) -> PassResult:
         parts.append(f"committed {_plural(len(commit.paths), 'change')}" if commit.committed
                      else commit.note or "nothing to commit")
     return PassResult(True, "; ".join(parts), {"catalog_written": report.catalog_written})
+
+
+# Triggers that mean a person asked: such a sync runs at once, whatever the backoff.
+ASKED_BY_A_PERSON = ("run-now", "SIGUSR1")
+
+
+def _report_outside_edits(env: JobEnv) -> None:
+    """Files changed while no distiller held the lock and no distillation was running (another
+    program, an editor): said once in the activity log and kept in status.json. They are
+    committed as they are; nothing in them is changed or "fixed"."""
+    edits = sorted(env.outside_edits)
+    env.outside_edits = set()
+    if not edits:
+        return
+    env.activity.write(f"edited outside a distillation (no lock held, no distillation running): "
+                       f"{_listing(edits, 5)}; committed as they are, nothing in them changed")
+    seen = {item.get("path"): item for item in env.status.get("outside_edits") or [] if isinstance(item, dict)}
+    for path in edits:
+        seen[path] = {"path": path, "at": utc_stamp()}
+    env.status.update(outside_edits=sorted(seen.values(), key=lambda item: str(item["at"]))[-20:], flush=False)
+
+
+def refresh_ahead_behind(env: JobEnv) -> None:
+    """Ahead/behind as the repository is now (after a commit or a sync), never a figure left
+    over from the last sync."""
+    try:
+        state = env.git.state()
+    except Exception:  # an odd repository: keep the last figures rather than fail the pass
+        log.exception("git.state_failed")
+        return
+    git = dict(env.status.get("git") or {})
+    git.update({key: state[key] for key in ("ahead", "behind", "remote", "branch") if key in state})
+    env.status.update(git=git, flush=False)
+
+
+def _after_commit(env: JobEnv) -> None:
+    env.unpushed = True
+    refresh_ahead_behind(env)
+    if env.worker is not None and env.settings.git.push and env.git.has_remote():
+        env.worker.request("sync", "commit")  # push while ahead
 
 
 def commit_changes(env: JobEnv, trigger: str) -> CommitResult | None:
@@ -302,8 +345,7 @@ def commit_changes(env: JobEnv, trigger: str) -> CommitResult | None:
         missed = " the watcher had missed" if trigger.startswith("reconcile") and agent else ""
         short = (result.sha or "")[:7]
         env.activity.write(f"committed {what}{missed} ({short}): {_listing(agent or [CATALOG], 5)}")
-        if env.worker is not None and env.settings.git.push and env.git.has_remote():
-            env.worker.request("sync", "commit")  # push while ahead
+        _after_commit(env)
     elif result.busy and env.schedule is not None:
         env.schedule.once("follow", LOCK_RECHECK_SECONDS, "git-busy")
     for note in result.skipped:
@@ -349,8 +391,7 @@ def _report_operation(env: JobEnv, what: str, operation: OperationLink) -> None:
     if operation.commit is not None and operation.commit.committed:
         env.activity.write(f"committed {what} ({(operation.commit.sha or '')[:7]}): "
                            f"{_listing(operation.commit.paths, 5)}")
-        if env.worker is not None and env.settings.git.push and env.git.has_remote():
-            env.worker.request("sync", "commit")
+        _after_commit(env)
 
 
 def _report_gc(env: JobEnv, report: GcReport) -> list[str]:
@@ -379,7 +420,7 @@ def _no_store(env: JobEnv) -> PassResult | None:
     """A store that does not exist yet is waited for, not failed on (a fresh install runs first)."""
     if env.store.is_dir():
         return None
-    return PassResult(True, f"waiting: no store at {env.store} (`distilld init` creates one)")
+    return PassResult(True, f"waiting: no store at {env.store} (`distilld new` creates one)")
 
 
 def compaction(env: JobEnv, trigger: str) -> PassResult:
@@ -404,7 +445,9 @@ def sync(env: JobEnv, trigger: str) -> PassResult:
     if not env.git.available:
         return PassResult(True, env.git.missing)
     with env.exclusive("sync"):  # never pull into a store a distiller is writing
-        result = env.git.sync()
+        result = env.git.sync(asked_by_a_person=trigger in ASKED_BY_A_PERSON)
+    if result.details.get("state") not in (None, "skipped", "offline", "push-failed", "blocked", "mismatch"):
+        env.unpushed = False
     git = dict(env.status.get("git") or {})
     git.update(env.git.state())
     git.update(ahead=result.ahead, behind=result.behind, backoff_until=result.backoff_until,
@@ -424,7 +467,8 @@ def sync(env: JobEnv, trigger: str) -> PassResult:
             env.activity.write(f"pulled changes from {remote} ({result.details.get('integration')})")
         if result.pushed:
             env.activity.write(f"pushed to {remote}")
-    return PassResult(result.ok, result.summary)
+    refresh_ahead_behind(env)
+    return PassResult(result.ok, result.summary, {"outcome": result.details.get("outcome")})
 
 
 def report(env: JobEnv, trigger: str) -> PassResult:
@@ -469,8 +513,9 @@ def run_job(env: JobEnv, job: str, trigger: str) -> PassResult:
         log.exception("job.crashed", job=job)
         result = PassResult(False, f"{type(error).__name__}: {error}")
     duration = round(time.monotonic() - started, 3)
-    record = {"at": utc_stamp(), "ok": result.ok, "summary": result.summary, "trigger": trigger,
-              "duration_seconds": duration}
+    outcome = result.details.get("outcome") or ("ok" if result.ok else "failed")
+    record = {"at": utc_stamp(), "ok": result.ok, "outcome": outcome, "summary": result.summary,
+              "trigger": trigger, "duration_seconds": duration}
     env.status.merge("passes", job, record, flush=False)
     if env.store.is_dir():
         env.status.update(interrupted=interrupted_passes(env.store), flush=False)

@@ -149,7 +149,7 @@ class GitLink:
         store, _ = self._open()
         return store is not None and store.has_remote()
 
-    def sync(self) -> SyncResult:
+    def sync(self, asked_by_a_person: bool = False) -> SyncResult:
         if not self.available:
             return SyncResult(True, self.missing)
         assert self._module is not None
@@ -161,7 +161,7 @@ class GitLink:
             return SyncResult(True, "no remote set; `distilld init --remote URL` adds one",
                               details={"remote": None})
         report = self._module.run_sync(self.root, self.policy, self.clock, self._identity(), self._credentials(),
-                                       remote=remote, scheduled=True, quiet_seconds=0.0,
+                                       remote=remote, scheduled=not asked_by_a_person, quiet_seconds=0.0,
                                        commit_agents=self.settings.git.commit)
         return _sync_result(report, remote or store.remote)
 
@@ -222,6 +222,7 @@ def _sync_result(report: Any, remote: str) -> SyncResult:
         behind=report.behind,
         backoff_until=report.retry_at,
         details={"remote": remote, "integration": integration, "state": state,
+                 "outcome": "skipped" if state == "skipped" else None,
                  "commits": [c[:12] for c in report.commits], "notes": list(report.notes)},
     )
 

@@ -26,8 +26,10 @@ from ..errors import DistilldError
 from ..store.fs import atomic_write
 
 Manager = Literal["systemd", "launchd"]
-UNIT_NAME = "distilld.service"
-LAUNCHD_LABEL = "io.distilld.daemon"
+UNIT_TEMPLATE = "distilld@.service"  # one instance per store: distilld@<escaped store path>.service
+LEGACY_UNIT = "distilld.service"     # what older versions installed (one store only)
+LAUNCHD_LABEL = "io.distilld.daemon"  # + "." + the store's instance key: one agent per store
+DROPIN_NAME = "distilld.conf"
 COMMAND_TIMEOUT = 30
 
 # What a valid agent plist holds, key by key (a typo such as RunAtLaod, or a string where an
@@ -70,10 +72,12 @@ class ServiceState:
     enabled: str | None = None
     active: str | None = None
     note: str | None = None
+    store: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"manager": self.manager, "path": str(self.path), "installed": self.installed,
-                "current": self.current, "enabled": self.enabled, "active": self.active, "note": self.note}
+                "current": self.current, "enabled": self.enabled, "active": self.active, "note": self.note,
+                "store": str(self.store) if self.store is not None else None}
 
 
 def default_manager() -> Manager:
@@ -84,23 +88,83 @@ def _home() -> Path:
     return Path(os.path.expanduser("~")).absolute()
 
 
-def unit_path() -> Path:
+def units_dir() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME")
     config = Path(base) if base and os.path.isabs(base) else _home() / ".config"
-    return config / "systemd" / "user" / UNIT_NAME
+    return config / "systemd" / "user"
 
 
-def plist_path() -> Path:
-    return _home() / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
+def unit_path() -> Path:
+    """The template unit, shared by every store's instance."""
+    return units_dir() / UNIT_TEMPLATE
 
 
-def service_path(manager: Manager) -> Path:
-    return unit_path() if manager == "systemd" else plist_path()
+def escape_path(path: Path) -> str:
+    """`systemd-escape --path`: the store's absolute path as an instance name (%f gives it back)."""
+    text = str(path).strip("/")
+    if not text:
+        return "-"
+    out = []
+    for index, byte in enumerate(os.fsencode(text)):
+        char = chr(byte)
+        if char == "/":
+            out.append("-")
+        elif (char.isascii() and (char.isalnum() or char in ":_")) or (char == "." and index > 0):
+            out.append(char)
+        else:
+            out.append(f"\\x{byte:02x}")
+    return "".join(out)
+
+
+def unescape_path(name: str) -> str:
+    raw = bytearray()
+    index = 0
+    while index < len(name):
+        if name.startswith("\\x", index):
+            raw.append(int(name[index + 2:index + 4], 16))
+            index += 4
+            continue
+        raw += b"/" if name[index] == "-" else name[index].encode()
+        index += 1
+    return "/" + raw.decode("utf-8", "surrogateescape")
+
+
+def instance_unit(store: Path) -> str:
+    return f"distilld@{escape_path(store)}.service"
+
+
+def dropin_path(store: Path) -> Path:
+    return units_dir() / f"{instance_unit(store)}.d" / DROPIN_NAME
+
+
+def launchd_label(store: Path) -> str:
+    from ..settings import instance_key
+
+    return f"{LAUNCHD_LABEL}.{instance_key(store)}"
+
+
+def plist_path(store: Path) -> Path:
+    return _home() / "Library" / "LaunchAgents" / f"{launchd_label(store)}.plist"
+
+
+def service_path(manager: Manager, store: Path) -> Path:
+    """The file that says this store has a service: its drop-in (systemd) or its plist (launchd)."""
+    return dropin_path(store) if manager == "systemd" else plist_path(store)
+
+
+def resolve_store(store: Path | None) -> Path:
+    """The store a service is for: the one given, else the default (the settings')."""
+    if store is None:
+        from ..locations import default_store
+
+        store = default_store()
+    return Path(os.path.abspath(os.path.expanduser(store)))
 
 
 def run_arguments(store: Path | None = None, config: Path | None = None) -> list[str]:
     """The command the service runs: this interpreter, as an absolute path (not resolved: a
-    virtualenv's python is a symlink whose location is what selects the environment)."""
+    virtualenv's python is a symlink whose location is what selects the environment). The
+    systemd template adds ``--store %f``; launchd gets the store here."""
     args = [os.path.abspath(sys.executable), "-m", "distilld", "run"]
     if store is not None:
         args += ["--store", os.path.abspath(os.path.expanduser(store))]
@@ -125,24 +189,43 @@ def systemd_quote(argument: str) -> str:
 
 
 def render_systemd(args: list[str]) -> str:
+    """The template unit; ``args`` without the store (the instance name carries it)."""
     if any("\n" in a for a in args):
         raise ServiceError("a path with a line break cannot go into a systemd unit")
     return _template("distilld.systemd", "distilld.service.in").replace(
         "@EXEC_START@", " ".join(systemd_quote(a) for a in args))
 
 
-def render_launchd(args: list[str], home: Path | None = None) -> str:
+def render_dropin(store: Path, config: Path | None) -> str:
+    """The instance's own settings: which config file it reads (the store is in its name)."""
+    lines = [f"# distilld instance for {store}; written by `distilld service install`.", "[Service]"]
+    if config is not None:
+        value = os.path.abspath(os.path.expanduser(config))
+        lines.append(f"Environment={systemd_quote('DISTILLD_CONFIG=' + value)}")
+    return "\n".join(lines) + "\n"
+
+
+def render_launchd(args: list[str], home: Path | None = None, label: str | None = None) -> str:
     home = home or _home()
     program = "\n".join(f"\t\t<string>{escape(a)}</string>" for a in args)
+    if label is None:
+        store = args[args.index("--store") + 1] if "--store" in args else None
+        label = launchd_label(resolve_store(Path(store) if store else None))
     return (_template("distilld.launchd", "distilld.plist.in")
-            .replace("@LABEL@", escape(LAUNCHD_LABEL))
+            .replace("@LABEL@", escape(label))
             .replace("@PROGRAM_ARGUMENTS@", program)
             .replace("@HOME@", escape(str(home)))
             .replace("@LOG_DIR@", escape(str(home / "Library" / "Logs" / "distilld"))))
 
 
-def render(manager: Manager, args: list[str]) -> str:
-    return render_systemd(args) if manager == "systemd" else render_launchd(args)
+def render(manager: Manager, store: Path | None, config: Path | None) -> str:
+    """What `service install` writes for the store: the template and the instance's drop-in
+    (systemd), or the store's agent (launchd)."""
+    where = resolve_store(store)
+    if manager == "launchd":
+        return render_launchd(run_arguments(where, config))
+    return (f"# {unit_path()}\n{render_systemd(run_arguments())}\n"
+            f"# {dropin_path(where)} (instance {instance_unit(where)})\n{render_dropin(where, config)}")
 
 
 def check_plist(data: bytes) -> dict[str, Any]:
@@ -185,21 +268,44 @@ def _run(*command: str, env: dict[str, str] | None = None) -> subprocess.Complet
         return subprocess.CompletedProcess(command, 127, "", str(error))
 
 
-def verify_systemd(path: Path) -> str | None:
-    """Run systemd-analyze verify on a unit; None when clean. It exits 0 even for unknown keys,
-    so anything on stderr counts as a problem."""
+@dataclass
+class Verdict:
+    """What systemd-analyze verify said: about distilld's own unit, and about anything else."""
+
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def judge_verify(stderr: str, returncode: int, path: Path) -> Verdict:
+    """systemd-analyze also loads the machine's other user units and warns about them (a socket
+    path too long under a long runtime dir, say): only lines naming our unit judge it; the others
+    are shown as notes. It exits 0 even for an unknown key, so any line about us is a problem."""
+    names = {str(path), path.name}
+    verdict = Verdict()
+    for line in (line.strip() for line in stderr.splitlines()):
+        if line:
+            (verdict.problems if any(name in line for name in names) else verdict.notes).append(line)
+    if returncode != 0 and not verdict.problems and not verdict.notes:
+        verdict.problems.append(f"systemd-analyze exited {returncode}")
+    return verdict
+
+
+def _analyze(*args: str) -> subprocess.CompletedProcess[str] | None:
+    """systemd-analyze --user with the arguments; None when the tool is not installed."""
     tool = shutil.which("systemd-analyze")
     if tool is None:
         return None
     env = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="distilld-verify-") as scratch:
-        if not env.get("XDG_RUNTIME_DIR"):
+    with tempfile.TemporaryDirectory(prefix="distilld-analyze-") as scratch:
+        if not env.get("XDG_RUNTIME_DIR") or not Path(env["XDG_RUNTIME_DIR"]).is_dir():
             env["XDG_RUNTIME_DIR"] = scratch  # --user needs one, even only to verify
-        done = _run(tool, "verify", "--user", "--man=no", str(path), env=env)
-    problems = (done.stderr or "").strip()
-    if done.returncode != 0 or problems:
-        return problems or f"systemd-analyze exited {done.returncode}"
-    return None
+        return _run(tool, args[0], "--user", *args[1:], env=env)
+
+
+def verify_systemd(path: Path) -> Verdict | None:
+    """Run systemd-analyze verify on a unit; None when the tool is not installed."""
+    done = _analyze("verify", "--man=no", str(path))
+    return None if done is None else judge_verify(done.stderr or "", done.returncode, path)
 
 
 def systemd_reachable() -> bool:
@@ -216,39 +322,77 @@ def _write(path: Path, text: str) -> None:
     atomic_write(path, text.encode("utf-8"), mode=0o644)
 
 
-def install(manager: Manager, args: list[str], start: bool = False) -> ServiceReport:
-    path = service_path(manager)
-    text = render(manager, args)
+def security_score(path: Path) -> str | None:
+    """`systemd-analyze security --offline` of the instance: its exposure line, or None."""
+    done = _analyze("security", "--offline=yes", "--no-pager", str(path))
+    if done is None:
+        return None
+    for line in reversed((done.stdout or "").splitlines()):
+        if "Overall exposure level" in line:
+            return " ".join(line.encode("ascii", "ignore").decode().split())
+    return None
+
+
+def _verify_instance(store: Path, text: str, dropin: str, report: ServiceReport) -> None:
+    """Verify the instance as systemd will load it: the template under the instance's name, with
+    its drop-in, in a scratch folder."""
+    with tempfile.TemporaryDirectory(prefix="distilld-unit-") as scratch:
+        unit = Path(scratch) / instance_unit(store)
+        unit.write_text(text, "utf-8")
+        (Path(scratch) / f"{unit.name}.d").mkdir()
+        (Path(scratch) / f"{unit.name}.d" / DROPIN_NAME).write_text(dropin, "utf-8")
+        verdict = verify_systemd(unit)
+        if verdict is not None and verdict.problems:
+            raise ServiceError(f"{unit_path()}: systemd-analyze verify reports: {' | '.join(verdict.problems)}")
+        report.lines.append("verified: read back identical" + (
+            ", systemd-analyze verify clean for distilld's unit" if verdict is not None else
+            " (systemd-analyze not found, unit syntax not checked)"))
+        if verdict is not None:
+            report.lines += [f"note: about another unit, not distilld's: {note}" for note in verdict.notes]
+        score = security_score(unit)
+        if score:
+            report.lines.append(f"hardening: systemd-analyze security: {score}")
+
+
+def install(manager: Manager, store: Path | None, config: Path | None, start: bool = False) -> ServiceReport:
+    """Install the service for one store (another store's service is left as it is)."""
+    where = resolve_store(store)
+    path = service_path(manager, where)
     report = ServiceReport(manager, path)
     if manager == "launchd":
+        text = render_launchd(run_arguments(where, config))
         check_plist(text.encode("utf-8"))  # refuse to write what would not load
+        _write_checked(path, text)
+        report.lines.append(f"wrote {path}")
+        check_plist(path.read_bytes())
+        report.lines.append("verified: read back identical, plist parses with every required key and type")
+        _after_launchd_install(report, path, launchd_label(where), start)
+        return report
+    text, dropin = render_systemd(run_arguments()), render_dropin(where, config)
+    _write_checked(unit_path(), text)
+    _write_checked(path, dropin)
+    report.lines.append(f"wrote {unit_path()} and {path} (instance {instance_unit(where)})")
+    _verify_instance(where, text, dropin, report)
+    if not where.is_dir():
+        report.lines.append(f"note: {where} does not exist yet; create it (`distilld new {where}`) before "
+                            "starting the service, which may write only to an existing store")
+    _after_systemd_install(report, instance_unit(where), start)
+    return report
+
+
+def _write_checked(path: Path, text: str) -> None:
     try:
         _write(path, text)
     except OSError as error:
         raise ServiceError(f"{path}: cannot write the service file ({error.strerror or error})") from None
-    written = path.read_text("utf-8")
-    if written != text:
+    if path.read_text("utf-8") != text:
         raise ServiceError(f"{path}: reads back different from what was written; check the disk")
-    report.lines.append(f"wrote {path}")
-    if manager == "systemd":
-        problem = verify_systemd(path)
-        if problem:
-            raise ServiceError(f"{path}: systemd-analyze verify reports: {' | '.join(problem.splitlines())}")
-        report.lines.append("verified: read back identical" + (
-            ", systemd-analyze verify clean" if shutil.which("systemd-analyze") else
-            " (systemd-analyze not found, unit syntax not checked)"))
-        _after_systemd_install(report, start)
-    else:
-        check_plist(written.encode("utf-8"))
-        report.lines.append("verified: read back identical, plist parses with every required key and type")
-        _after_launchd_install(report, path, start)
-    return report
 
 
-def _after_systemd_install(report: ServiceReport, start: bool) -> None:
+def _after_systemd_install(report: ServiceReport, unit: str, start: bool) -> None:
     if not systemd_reachable():
         report.lines.append("no systemd user manager reachable here; when there is one, run:")
-        report.lines.append(f"    systemctl --user daemon-reload && systemctl --user enable --now {UNIT_NAME}")
+        report.lines.append(f"    systemctl --user daemon-reload && systemctl --user enable --now '{unit}'")
         if start:
             report.ok = False
             report.lines.append("not started: --start needs a running systemd user manager")
@@ -260,20 +404,20 @@ def _after_systemd_install(report: ServiceReport, start: bool) -> None:
         return
     report.lines.append("reloaded the systemd user manager")
     if start:
-        done = _run("systemctl", "--user", "enable", "--now", UNIT_NAME)
+        done = _run("systemctl", "--user", "enable", "--now", unit)
         if done.returncode != 0:
             report.ok = False
             report.lines.append(f"could not start it: {done.stderr.strip()} "
-                                f"(journalctl --user -u {UNIT_NAME} says why)")
+                                f"(journalctl --user -u '{unit}' says why)")
             return
-        report.lines.append(f"enabled and started {UNIT_NAME}; `distilld status` shows it working")
+        report.lines.append(f"enabled and started {unit}; `distilld status` shows it working")
         report.lines.append('to keep it running while you are logged out: loginctl enable-linger "$USER"')
     else:
         report.lines.append(f"not started (nothing starts unasked); start it with: "
-                            f"systemctl --user enable --now {UNIT_NAME}")
+                            f"systemctl --user enable --now '{unit}'")
 
 
-def _after_launchd_install(report: ServiceReport, path: Path, start: bool) -> None:
+def _after_launchd_install(report: ServiceReport, path: Path, label: str, start: bool) -> None:
     domain = f"gui/{os.getuid()}"
     if not launchd_reachable():
         report.lines.append(f"launchctl not available here; on the Mac run: launchctl bootstrap {domain} {path}")
@@ -285,60 +429,93 @@ def _after_launchd_install(report: ServiceReport, path: Path, start: bool) -> No
         report.lines.append(f"not loaded (nothing starts unasked); it loads at your next login, "
                             f"or now with: launchctl bootstrap {domain} {path}")
         return
-    _run("launchctl", "bootout", f"{domain}/{LAUNCHD_LABEL}")  # a loaded old copy; may not exist
+    _run("launchctl", "bootout", f"{domain}/{label}")  # a loaded old copy; may not exist
     done = _run("launchctl", "bootstrap", domain, str(path))
     if done.returncode != 0:
         report.ok = False
         report.lines.append(f"launchctl bootstrap failed: {done.stderr.strip()}")
         return
-    report.lines.append(f"loaded and started {LAUNCHD_LABEL}; `distilld status` shows it working")
+    report.lines.append(f"loaded and started {label}; `distilld status` shows it working")
 
 
-def uninstall(manager: Manager) -> ServiceReport:
-    path = service_path(manager)
+def uninstall(manager: Manager, store: Path | None = None) -> ServiceReport:
+    """Remove one store's service; the systemd template goes with the last instance."""
+    where = resolve_store(store)
+    path = service_path(manager, where)
     report = ServiceReport(manager, path)
     if manager == "systemd" and systemd_reachable():
-        done = _run("systemctl", "--user", "disable", "--now", UNIT_NAME)
+        done = _run("systemctl", "--user", "disable", "--now", instance_unit(where))
         if done.returncode == 0:
-            report.lines.append(f"stopped and disabled {UNIT_NAME}")
+            report.lines.append(f"stopped and disabled {instance_unit(where)}")
     if manager == "launchd" and launchd_reachable():
-        done = _run("launchctl", "bootout", f"gui/{os.getuid()}/{LAUNCHD_LABEL}")
+        done = _run("launchctl", "bootout", f"gui/{os.getuid()}/{launchd_label(where)}")
         if done.returncode == 0:
-            report.lines.append(f"unloaded {LAUNCHD_LABEL}")
+            report.lines.append(f"unloaded {launchd_label(where)}")
     try:
         path.unlink()
         report.lines.append(f"removed {path}")
+        if manager == "systemd":
+            path.parent.rmdir()
     except FileNotFoundError:
         report.lines.append(f"{path} was not installed")
     except OSError as error:
         raise ServiceError(f"{path}: cannot remove it ({error.strerror or error})") from None
+    if manager == "systemd" and not installed_stores("systemd") and unit_path().exists():
+        unit_path().unlink()
+        report.lines.append(f"removed {unit_path()} (no store uses it any more)")
     if manager == "systemd" and systemd_reachable():
         _run("systemctl", "--user", "daemon-reload")
     return report
 
 
-def service_state(manager: Manager | None = None) -> ServiceState:
+def installed_stores(manager: Manager) -> list[Path]:
+    """Every store with a service installed, from the files on disk."""
+    if manager == "systemd":
+        found = []
+        for folder in sorted(units_dir().glob("distilld@*.service.d")):
+            if (folder / DROPIN_NAME).is_file():
+                found.append(Path(unescape_path(folder.name[len("distilld@"):-len(".service.d")])))
+        return found
+    stores = []
+    for plist in sorted((_home() / "Library" / "LaunchAgents").glob(f"{LAUNCHD_LABEL}.*.plist")):
+        try:
+            arguments = plistlib.loads(plist.read_bytes()).get("ProgramArguments") or []
+        except Exception:
+            continue
+        if "--store" in arguments:
+            stores.append(Path(arguments[arguments.index("--store") + 1]))
+    return stores
+
+
+def service_state(manager: Manager | None = None, store: Path | None = None) -> ServiceState:
+    """One store's service (the default store's when none is given)."""
     manager = manager or default_manager()
-    path = service_path(manager)
-    installed = path.is_file()
+    where = resolve_store(store)
+    path = service_path(manager, where)
+    installed = path.is_file() and (manager == "launchd" or unit_path().is_file())
     current: bool | None = None
     if installed:
         # Current: it runs this very interpreter (a reinstall after moving distilld fixes it).
         exe = os.path.abspath(sys.executable)
         word = systemd_quote(exe) if manager == "systemd" else f"<string>{escape(exe)}</string>"
         try:
-            current = word in path.read_text("utf-8")
+            current = word in (unit_path() if manager == "systemd" else path).read_text("utf-8")
         except (OSError, UnicodeDecodeError):
             current = False
-    state = ServiceState(manager, path, installed, current)
+    state = ServiceState(manager, path, installed, current, store=where)
     if manager == "systemd":
         if systemd_reachable():
-            state.enabled = _run("systemctl", "--user", "is-enabled", UNIT_NAME).stdout.strip() or None
-            state.active = _run("systemctl", "--user", "is-active", UNIT_NAME).stdout.strip() or None
+            unit = instance_unit(where)
+            state.enabled = _run("systemctl", "--user", "is-enabled", unit).stdout.strip() or None
+            state.active = _run("systemctl", "--user", "is-active", unit).stdout.strip() or None
         else:
             state.note = "no systemd user manager reachable"
+        if (units_dir() / LEGACY_UNIT).is_file():
+            state.note = ((state.note + "; ") if state.note else "") + (
+                f"an older single-store {units_dir() / LEGACY_UNIT} is also installed: remove it with "
+                f"`systemctl --user disable --now {LEGACY_UNIT} && rm {units_dir() / LEGACY_UNIT}`")
     elif launchd_reachable():
-        done = _run("launchctl", "print", f"gui/{os.getuid()}/{LAUNCHD_LABEL}")
+        done = _run("launchctl", "print", f"gui/{os.getuid()}/{launchd_label(where)}")
         state.active = "loaded" if done.returncode == 0 else "not loaded"
     else:
         state.note = "launchctl not available here"
@@ -346,8 +523,9 @@ def service_state(manager: Manager | None = None) -> ServiceState:
 
 
 def render_state(state: ServiceState) -> str:
+    which = f" for {state.store}" if state.store is not None else ""
     if not state.installed:
-        return f"service ({state.manager}): not installed (`distilld service install` installs it)"
+        return f"service ({state.manager}){which}: not installed (`distilld service install` installs it)"
     parts = [f"installed at {state.path}"]
     if state.current is False:
         parts.append("out of date: reinstall with `distilld service install`")
@@ -357,4 +535,4 @@ def render_state(state: ServiceState) -> str:
         parts.append(state.active)
     if state.note:
         parts.append(state.note)
-    return f"service ({state.manager}): " + ", ".join(parts)
+    return f"service ({state.manager}){which}: " + ", ".join(parts)

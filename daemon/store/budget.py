@@ -63,6 +63,7 @@ class BudgetReport:
     files_over: list[OverFile] = field(default_factory=list)
     oversize_exempt: list[tuple[str, str]] = field(default_factory=list)
     stale_projects: list[StaleProject] = field(default_factory=list)
+    spine_unreadable: str | None = None  # why SPINE.md cannot be read as text: no figure is counted
 
     @property
     def tokens_estimate(self) -> int:

@@ -16,7 +16,7 @@ from .paths import CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, archived_path, conta
 from .snapshot import Snapshot
 from .spine import hook_of_entry
 from .stamps import stamp_later
-from .text import clip, field, rtrim
+from .text import clip, field, rtrim, sha256_hex
 from .tierfile import parse_inline_list
 
 
@@ -173,7 +173,8 @@ def _archived_rows(snapshot: Snapshot, catalog: Catalog) -> list[Finding]:
                 found.append(note("C2", "recall-count-drift", path, f"recall_count drift only (tolerated): {path}"))
             else:
                 found.append(fail("C2", "ledger-sha-mismatch", path,
-                                  f"ledger sha256 does not match archived file: {path}"))
+                                  f"ledger sha256 does not match archived file: {path}"
+                                  + crlf_conversion_hint(file.raw, event.value("sha256"))))
         ledger_hook = rtrim(hook_of_entry(event.value("spine-entry") or ""))
         row_hook = field(row, "hook") or ""
         if ledger_hook != row_hook:
@@ -310,3 +311,12 @@ def _read_with(snapshot: Snapshot, path: str, value: str) -> list[Finding]:
 def check_store(snapshot: Snapshot, caps: Caps = DEFAULT_CAPS) -> list[Finding]:
     """C1-C3 and the bad-input notes, in group order."""
     return check_c1(snapshot, caps) + check_c2(snapshot) + check_c3(snapshot, caps) + hygiene_findings(snapshot)
+
+
+def crlf_conversion_hint(raw: bytes, want: str | None) -> str:
+    """The common cause, said when it is the cause: the archived bytes match the ledger once
+    CRLF is read as LF, so a tool converted the line endings after the file was archived."""
+    if want and b"\r\n" in raw and sha256_hex(raw.replace(b"\r\n", b"\n")) == want:
+        return ("; it matches the ledger's sha256 once CRLF is read as LF: line endings were converted "
+                "after archiving (restore the file's bytes from git, or convert it back to LF)")
+    return ""

@@ -77,6 +77,19 @@ UPDATER_FILES: tuple[str, ...] = ("distill-process.md", "distill-monitor.md")
 
 SyncClass = Literal["shared", "local", "other"]
 
+# Top-level folders the user chose to sync as they are (the setting git.extra_folders): their
+# Markdown files are shared in git, and nothing else about them changes (never maintained).
+_extra_synced: tuple[str, ...] = ()
+
+
+def set_extra_synced_folders(names: tuple[str, ...]) -> None:
+    global _extra_synced
+    _extra_synced = tuple(names)
+
+
+def extra_synced_folders() -> tuple[str, ...]:
+    return _extra_synced
+
 
 def sync_class(path: str) -> SyncClass:
     """``shared``: tracked and synced; ``local``: never leaves this machine; ``other``: not a
@@ -92,6 +105,7 @@ def sync_class(path: str) -> SyncClass:
         return "local"
     if path in (SPINE, CATALOG):
         return "shared"
-    if len(parts) > 1 and parts[0] in SHARED_DIRS and path.endswith(".md") and all(parts):
+    if len(parts) > 1 and (parts[0] in SHARED_DIRS or parts[0] in _extra_synced) and path.endswith(".md") \
+            and all(parts):
         return "shared"
     return "other"

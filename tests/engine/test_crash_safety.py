@@ -428,14 +428,14 @@ def test_recovery_stops_on_a_stub_at_the_source_path(store: Path) -> None:
     manifest = all_manifests(store)[0].path
 
     child = run_child(gc_apply(store))
-    assert child.returncode == 2, child.stdout + child.stderr
+    assert child.returncode == 6, child.stdout + child.stderr  # refused: the store cannot be changed safely
     assert str(manifest) in child.stderr and "projects/a.md" in child.stderr, child.stderr
     assert tree_hashes(store, skip) == before
     assert not (store / ".lock").exists()
     assert leftovers(store) == []
 
     code, out, err = run_cli(["restore", "projects/b.md", str(store)])  # restore recovers gc first
-    assert code == 2 and "projects/a.md" in err, out + err
+    assert code == 6 and "projects/a.md" in err, out + err
     assert tree_hashes(store, skip) == before
 
 

@@ -376,7 +376,7 @@ def test_apply_refuses_and_says_what_to_do(b: StoreBuilder, setup, capsys: pytes
     assert str(refused.value) == message
 
     code, out, err = run_cli(["gc", "--apply", str(b.root)], capsys)
-    assert (code, out, err) == (2, "", f"distilld: {message}\n")
+    assert (code, out, err) == (6, "", f"distilld: {message}\n")
     assert files(b.root, LOCK_FILES) == before
     assert not (b.root / ".lock").exists()
 
@@ -438,7 +438,7 @@ def test_a_fresh_lock_held_by_another_owner_refuses_and_changes_nothing(b: Store
                         r"is running; nothing was changed\. Try again later, or pass --wait SECONDS\.",
                         str(held.value)), str(held.value)
     code, out, err = run_cli(["gc", "--apply", str(b.root)], capsys)
-    assert (code, out) == (1, "") and "is held (other for " in err
+    assert (code, out) == (5, "") and "is held (other for " in err
     assert files(b.root, (".lock.takeover",)) == before
 
 
@@ -587,6 +587,6 @@ def test_revert_refusals_say_why_and_change_nothing(b: StoreBuilder, setup,
 
     code, out, err = run_cli(["gc", "--revert", *extra, str(b.root)], capsys)
 
-    assert (code, out, err) == (2, "", f"distilld: {message}\n")
+    assert (code, out, err) == (6, "", f"distilld: {message}\n")
     assert files(b.root, LOCK_FILES) == before
     assert not (b.root / ".lock").exists()

@@ -14,6 +14,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from distilld.actions.compact import run_compact
 from distilld.actions.migrate import run_migrate
 from distilld.engine.migrate import MigrationRefused
@@ -131,6 +132,7 @@ def failing(found: list) -> list:  # type: ignore[type-arg]
     return [f for f in found if f.severity == "fail"]
 
 
+@pytest.mark.slow  # many examples: in the full run (CI), not in -m "not slow"
 @EXAMPLES
 @given(store=old_store())
 def test_migration_never_loses_a_line_and_then_compaction_never_does(store: dict[str, str]) -> None:

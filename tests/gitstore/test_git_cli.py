@@ -49,13 +49,13 @@ def test_sync_exit_codes(tmp_path: Path, origin: Origin, capsys: pytest.CaptureF
     run(capsys, "init", str(store), "--remote", origin.url)
     (store / ".git" / "index.lock").write_bytes(b"")
     code, out, _ = run(capsys, "sync", str(store))
-    assert code == 1 and "SKIPPED" in out and "index.lock" in out
+    assert code == 7 and "SKIPPED" in out and "index.lock" in out
     (store / ".git" / "index.lock").unlink()
     code, _, err = run(capsys, "sync", str(store), "--remote", "nowhere")
     assert code == 2 and "no remote named 'nowhere'" in err
     origin.path.rename(tmp_path / "away.git")
     code, out, _ = run(capsys, "sync", str(store))
-    assert code == 1 and "OFFLINE" in out and "next automatic try after" in out
+    assert code == 8 and "OFFLINE" in out and "next automatic try after" in out
 
 
 def test_maintenance_commands_commit_exactly_what_they_changed(tmp_path: Path,

@@ -214,7 +214,7 @@ def test_its_own_writes_do_not_start_it_again(daemon: Daemon) -> None:
 def test_a_second_instance_is_refused(daemon: Daemon) -> None:
     done = subprocess.run([sys.executable, "-m", "distilld", "run", "--store", str(daemon.store)],
                           env=daemon.env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1
+    assert done.returncode == 5  # refused: another distilld already follows this store
     assert "already running" in done.stderr and done.stderr.count("\n") == 1
 
 
@@ -232,6 +232,46 @@ def test_status_and_control_commands_reach_it(daemon: Daemon) -> None:
     assert cli("resume").returncode == 0
     assert cli("run-now", "sync").stdout.startswith("requested: sync")
     assert "pushed" in cli("log", "-n", "50").stdout
+
+
+def test_an_edit_made_outside_a_distillation_is_said_and_committed_as_it_is(daemon: Daemon) -> None:
+    store = daemon.store
+    wait_for(lambda: daemon.status().get("state") == "idle", 20, f"idle ({daemon.status().get('state')}, "
+             f"{daemon.status().get('waiting')}, {daemon.status().get('current')})")
+    # A distiller's edit, under the lock: not an outside edit.
+    distiller = StoreLock(store, "alpha")
+    distiller.acquire()
+    (store / "craft" / "testing.md").write_bytes((store / "craft" / "testing.md").read_bytes() + b"- by alpha\n")
+    distiller.release()
+    wait_for(lambda: "craft/testing.md" in daemon.activity().split("committed")[-1], 20, "alpha's commit")
+    # An editor's edit: no lock, no distillation running.
+    kestrel = store / "projects" / "kestrel.md"
+    edited = kestrel.read_bytes() + b"- typed in an editor\n"
+    kestrel.write_bytes(edited)
+    wait_for(lambda: "edited outside a distillation" in daemon.activity(), 20, "the outside edit to be said")
+    line = next(x for x in daemon.activity().splitlines() if "edited outside a distillation" in x)
+    assert "projects/kestrel.md" in line and "craft/testing.md" not in line
+    wait_for(lambda: any(e.get("path") == "projects/kestrel.md" for e in daemon.status().get("outside_edits") or []),
+             20, "status.json to name it")
+    wait_for(lambda: "typed in an editor" in git("show", "HEAD:projects/kestrel.md", cwd=store), 20, "its commit")
+    assert kestrel.read_bytes() == edited  # nothing "fixed"
+    shown = subprocess.run([sys.executable, "-m", "distilld", "status", str(store)], env=daemon.env,
+                           capture_output=True, text=True, timeout=60).stdout
+    assert "edited outside a distillation" in shown and "projects/kestrel.md" in shown
+
+
+def test_run_now_sync_runs_at_once_whatever_the_backoff(daemon: Daemon) -> None:
+    from distilld.gitstore.repo import open_store
+    from distilld.gitstore.sync import SyncState, save_state
+
+    wait_for(lambda: daemon.status().get("state") == "idle", 20, "idle")
+    save_state(open_store(daemon.store), SyncState(failures=5, retry_at=time.time() + 3600, last_error="offline"))
+    done = subprocess.run([sys.executable, "-m", "distilld", "run-now", "sync", str(daemon.store)], env=daemon.env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    record = wait_for(lambda: (r := daemon.status().get("passes", {}).get("sync")) and r.get("trigger") == "run-now"
+                      and r, 30, "the requested sync")
+    assert record["outcome"] == "ok" and "backing off" not in record["summary"]
 
 
 def test_sigterm_exits_cleanly(daemon: Daemon) -> None:

@@ -44,12 +44,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_unit_runs_this_interpreter() -> None:
     text = render_systemd(run_arguments())
     exec_line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
-    assert exec_line == f"ExecStart={systemd_quote(os.path.abspath(sys.executable))} -m distilld run"
+    assert exec_line == f"ExecStart={systemd_quote(os.path.abspath(sys.executable))} -m distilld run --store %f"
     for required in ("Type=notify", "Restart=on-failure", "RestartPreventExitStatus=78", "WatchdogSec=",
                      "NotifyAccess=main", "WantedBy=default.target"):
         assert required in text
     assert "network-online.target" not in text.replace("No network-online.target", "")
-    assert "@" not in exec_line
+    assert "@" not in exec_line.replace("%f", "")
 
 
 def test_quoting_of_awkward_paths() -> None:
@@ -62,8 +62,10 @@ def test_quoting_of_awkward_paths() -> None:
                     reason="systemd-analyze is not installed (.ci/run installs the systemd package)")
 @pytest.mark.parametrize("store", [None, "/tmp/a store with spaces/and 100%"])
 def test_systemd_analyze_verify_is_clean(tmp_path: Path, store: str | None) -> None:
-    unit = tmp_path / "distilld.service"
-    unit.write_text(render_systemd(run_arguments(Path(store) if store else None)))
+    from distilld.runtime.service import instance_unit
+
+    unit = tmp_path / instance_unit(Path(store or "/srv/someone/.aura-distill"))
+    unit.write_text(render_systemd(run_arguments(config=Path(store) / "c.toml" if store else None)))
     env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "xdg-runtime")}
     done = subprocess.run(["systemd-analyze", "verify", "--user", "--man=no", str(unit)],
                           capture_output=True, text=True, env=env, timeout=60)
@@ -107,17 +109,18 @@ def test_install_writes_verifies_and_starts_nothing(home: Path, capsys: pytest.C
     code = main(["service", "install", "--systemd"])
     out = capsys.readouterr().out
     assert code == 0
-    path = home / ".config/systemd/user/distilld.service"
+    path = home / ".config/systemd/user/distilld@.service"
     assert unit_path() == path and path.is_file()
     assert path.read_text() == render_systemd(run_arguments())
     assert "verified: read back identical" in out
+    assert "distilld@" in out and ".aura\\x2ddistill.service" in out  # the default store's instance
     assert "not started" in out or "no systemd user manager" in out
     state = service_state("systemd")
     assert state.installed and state.current
     assert main(["service", "status", "--systemd"]) == 0
     assert "installed at" in capsys.readouterr().out
     assert main(["service", "uninstall", "--systemd"]) == 0
-    assert not path.exists()
+    assert not path.exists()  # the template goes with its last instance
     assert main(["service", "status", "--systemd"]) == 3
 
 
@@ -127,10 +130,15 @@ def test_install_with_start_but_no_manager_says_so(capsys: pytest.CaptureFixture
 
 
 def test_launchd_install_and_uninstall(home: Path) -> None:
-    report = install("launchd", run_arguments())
-    path = home / "Library/LaunchAgents/io.distilld.daemon.plist"
-    assert report.path == path == plist_path()
-    assert check_plist(path.read_bytes())["Label"] == "io.distilld.daemon"
+    from distilld.runtime.service import launchd_label, resolve_store
+
+    store = resolve_store(None)
+    report = install("launchd", None, None)
+    label = launchd_label(store)
+    path = home / f"Library/LaunchAgents/{label}.plist"
+    assert label.startswith("io.distilld.daemon.") and report.path == path == plist_path(store)
+    agent = check_plist(path.read_bytes())
+    assert agent["Label"] == label and agent["ProgramArguments"][-2:] == ["--store", str(store)]
     uninstall("launchd")
     assert not path.exists()
 
@@ -139,3 +147,67 @@ def test_print_writes_nothing(home: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["service", "print", "--launchd", "--store", "/srv/notes"]) == 0
     assert "<string>/srv/notes</string>" in capsys.readouterr().out
     assert not any(home.rglob("*.plist"))
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None,
+                    reason="systemd-analyze is not installed (.ci/run installs the systemd package)")
+def test_install_judges_only_distillds_unit_and_shows_other_units_warnings_as_notes(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Another user unit that systemd-analyze loads and warns about: a socket whose path is too
+    # long under this runtime dir (seen with gpg-agent-browser.socket).
+    units = home / ".config/systemd/user"
+    (units / "sockets.target.wants").mkdir(parents=True)
+    (units / "other.socket").write_text(f"[Socket]\nListenStream=%t/{'d' * 120}/S.agent\n"
+                                        "[Install]\nWantedBy=sockets.target\n")
+    (units / "sockets.target.wants" / "other.socket").symlink_to("../other.socket")
+    code = main(["service", "install", "--systemd"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "systemd-analyze verify clean for distilld's unit" in out
+    assert "note: about another unit, not distilld's: " in out and "other.socket" in out
+
+
+def test_a_problem_in_distillds_own_unit_still_fails_the_verification(tmp_path: Path) -> None:
+    from distilld.runtime.service import judge_verify
+
+    unit = tmp_path / "distilld.service"
+    verdict = judge_verify(f"{unit}:12: Unknown key name 'Bogus' in section 'Service', ignoring.\n"
+                           "other.socket: Unit has no Listen setting. Refusing.\n", 0, unit)
+    assert verdict.problems == [f"{unit}:12: Unknown key name 'Bogus' in section 'Service', ignoring."]
+    assert verdict.notes == ["other.socket: Unit has no Listen setting. Refusing."]
+
+
+def test_two_stores_get_two_services_and_status_lists_both(home: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from distilld.runtime.service import dropin_path, installed_stores
+
+    first, second = tmp_path / "notes one", tmp_path / "notes-two"
+    for store in (first, second):
+        assert main(["service", "install", "--systemd", str(store)]) == 0
+    capsys.readouterr()
+    assert dropin_path(first).is_file() and dropin_path(second).is_file()  # the first one not replaced
+    assert installed_stores("systemd") == sorted([first, second])
+    assert main(["service", "status", "--systemd"]) == 0
+    out = capsys.readouterr().out
+    assert f"for {first}: installed" in out and f"for {second}: installed" in out
+    for store in (first, second):
+        assert main(["service", "install", "--launchd", "--store", str(store)]) == 0
+    assert len(list((home / "Library/LaunchAgents").glob("io.distilld.daemon.*.plist"))) == 2
+    assert main(["service", "uninstall", "--systemd", str(first)]) == 0
+    assert installed_stores("systemd") == [second] and unit_path().exists()
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_the_unit_is_hardened_and_its_score_reported(home: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    text = render_systemd(run_arguments())
+    for setting in ("NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=-%f", "StateDirectory=distilld",
+                    "RuntimeDirectory=distilld", "PrivateTmp=yes", "ProtectKernelTunables=yes",
+                    "ProtectKernelModules=yes", "ProtectKernelLogs=yes", "RestrictSUIDSGID=yes",
+                    "LockPersonality=yes", "SystemCallFilter=@system-service"):
+        assert setting in text
+    assert main(["service", "install", "--systemd", str(tmp_path / "store")]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("hardening: systemd-analyze security: "))
+    score = float(line.split("level for ")[1].split(": ")[1].split()[0])
+    assert score < 5.0, line  # it was 9.8 (UNSAFE) with no hardening

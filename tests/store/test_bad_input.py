@@ -564,6 +564,10 @@ def test_missing_store_directory(tmp_path: Path, command: tuple[str, ...]) -> No
     before = tree_state(tmp_path)
     code, out, err = run_cli(*command, str(missing))
     assert code == 2
+    if "--json" in command:  # the error is JSON on stdout, and nothing else is said
+        error = json.loads(out)
+        assert error["exit"] == 2 and str(missing) in error["error"] and err == b""
+        return
     assert out == b""
     lines = as_text(err).strip().splitlines()
     assert len(lines) == 1 and str(missing) in lines[0], err

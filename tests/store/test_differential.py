@@ -126,6 +126,7 @@ def _build(root: Path, names: list[str]) -> None:
         MUTATIONS[name](b)
 
 
+@pytest.mark.slow  # many examples: in the full run (CI), not in -m "not slow"
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(names=st.lists(st.sampled_from(sorted(MUTATIONS)), min_size=0, max_size=4, unique=True))
 def test_verdicts_agree_on_mutated_stores(names: list[str]) -> None:

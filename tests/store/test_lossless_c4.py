@@ -773,6 +773,7 @@ def test_cli_check_with_before_prints_c4_fail_and_exits_1(tmp_path: Path, capsys
     assert out == (
         "C1 PASS\nC2 PASS\nC3 PASS\nC4 FAIL\n"
         f"    - {lost('projects/kestrel.md', 1, 0, KESTREL_LINE)}\n"
+        "summary: C1 pass, C2 pass, C3 pass, C4 1 failing\n"  # a failing check ends with a count per group
     )
 
 

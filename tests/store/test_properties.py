@@ -12,9 +12,7 @@ import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
+import pytest
 from distilld.actions.catalog import write_catalog
 from distilld.store.budget import BudgetLimits, measure_budget
 from distilld.store.catalog import Catalog, render_catalog
@@ -25,6 +23,8 @@ from distilld.store.snapshot import take_snapshot
 from distilld.store.spine import Spine
 from distilld.store.text import sha256_hex, sha256_norm_hex
 from distilld.store.tierfile import KnowledgeFile
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 UTC = timezone.utc
 EM = "\u2014"
@@ -165,6 +165,7 @@ def build(root: Path, plan: dict) -> None:
     put("CATALOG.md", SEED_CATALOG)
 
 
+@pytest.mark.slow  # many examples: in the full run (CI), not in -m "not slow"
 @EXAMPLES
 @given(plan=stores())
 def test_catalog_is_deterministic_idempotent_and_consistent(plan: dict) -> None:
@@ -280,6 +281,7 @@ STORE_FILES = ("SPINE.md", "CATALOG.md", "archive/LEDGER.md", "craft/a.md", "ops
                "evidence/craft/a.md", "evidence/ops/b.md", "local/SPINE.md", "craft/archive/n.md")
 
 
+@pytest.mark.slow  # many examples: in the full run (CI), not in -m "not slow"
 @settings(max_examples=80, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(contents=st.fixed_dictionaries({}, optional={name: RAW for name in STORE_FILES}), now=CLOCK)

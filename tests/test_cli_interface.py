@@ -1,0 +1,241 @@
+"""One interface: the store as [STORE] or --store on every command, --policy after the command,
+one mode flag at a time, JSON errors and a schema on every --json document, one exit-code table,
+`distilld new`, and commands that load only what they use (measured with -X importtime)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import distilld.cli as cli_module
+import pytest
+from builders import FIXED_NOW, healthy_store
+from click.testing import CliRunner
+from distilld.actions.new import INSTALLER_SPINE
+from distilld.cli import cli, main
+from distilld.cli.exits import EXIT_CODES, exit_table_markdown
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    for name, where in {"HOME": home, "XDG_CONFIG_HOME": home / ".config", "XDG_STATE_HOME": home / ".state",
+                        "XDG_RUNTIME_DIR": home / "run", "DISTILLD_STATE_DIR": home / "state",
+                        "DISTILLD_RUNTIME_DIR": home / "rt", "DISTILLD_CONFIG_DIR": home / "cfg"}.items():
+        monkeypatch.setenv(name, str(where))
+    for name in ("DISTILLD_STORE", "DISTILLD_POLICY", "DISTILLD_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(cli_module, "_now", lambda: FIXED_NOW)
+    return home
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    return code, captured.out, captured.err
+
+
+def subprocess_env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DISTILLD_")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_STATE_HOME=str(home / ".state"),
+               XDG_RUNTIME_DIR=str(home / "run"), DISTILLD_STATE_DIR=str(home / "state"),
+               DISTILLD_RUNTIME_DIR=str(home / "rt"))
+    return env
+
+
+def imported_modules(tmp_path: Path, *argv: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "distilld", *argv], capture_output=True,
+                          text=True, env=subprocess_env(tmp_path), timeout=120)
+    assert "Traceback" not in done.stderr
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+# -- what a command loads ---------------------------------------------------------------------
+
+HEAVY = ("pydantic_settings", "pygit2", "watchdog", "apscheduler", "structlog")
+
+
+def test_help_loads_no_action_and_no_heavy_library(tmp_path: Path) -> None:
+    modules = imported_modules(tmp_path, "--help")
+    assert "distilld.cli" in modules
+    loaded = [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(("distilld.actions", "pydantic"))]
+    assert loaded == []
+
+
+def test_check_loads_its_action_but_not_the_settings_or_git(tmp_path: Path) -> None:
+    store = healthy_store(tmp_path / "store").root
+    modules = imported_modules(tmp_path, "check", str(store))
+    assert "distilld.actions.check" in modules
+    assert [m for m in modules if m.split(".")[0] in HEAVY] == []
+
+
+# -- the store both ways, options after the command -------------------------------------------
+
+STORE_COMMANDS = [["check"], ["budget"], ["catalog"], ["gc"], ["compact"], ["lifecycle", "status"],
+                  ["status"], ["log"]]
+
+
+@pytest.mark.parametrize("command", STORE_COMMANDS, ids=[" ".join(c) for c in STORE_COMMANDS])
+def test_every_command_takes_the_store_positionally_and_as_an_option(
+        command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = healthy_store(tmp_path / "store").root
+    positional = run(capsys, *command, str(store))
+    option = run(capsys, *command, "--store", str(store))
+    assert "unexpected extra argument" not in positional[2] + option[2]
+    assert positional == option
+    assert positional[0] in (0, 3)  # 3: status with no daemon running
+
+
+def test_two_different_stores_are_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = healthy_store(tmp_path / "store").root
+    code, _, err = run(capsys, "check", str(store), "--store", str(tmp_path / "other"))
+    assert code == 2 and "two different stores given" in err
+
+
+def test_the_policy_works_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = healthy_store(tmp_path / "store").root
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[spine]\nmax_lines = "many"\n')
+    before = run(capsys, "--policy", str(bad), "check", str(store))
+    after = run(capsys, "check", str(store), "--policy", str(bad))
+    assert before[0] == after[0] == 2
+    assert "max_lines" in after[2] and before[2] == after[2]
+
+
+def test_version_long_and_short(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "--version")[1].startswith("distilld, version ")
+    assert run(capsys, "-V")[1].startswith("distilld, version ")
+
+
+def test_the_console_script_runs(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("distilld")
+    if not script.exists():
+        pytest.skip("the package is not installed with its console script in this Python's folder")
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60,
+                          env=subprocess_env(tmp_path))
+    assert done.returncode == 0 and done.stdout.startswith("distilld, version ")
+
+
+# -- modes, JSON, exit codes -------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [["gc", "--apply", "--preview"], ["gc", "--revert", "--apply"],
+                                  ["compact", "--preview", "--apply"], ["migrate", "--finish", "--revert"],
+                                  ["catalog", "--print", "--write"]])
+def test_conflicting_mode_flags_are_a_usage_error(argv: list[str], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    store = healthy_store(tmp_path / "store").root
+    before = sorted(p.name for p in store.rglob("*"))
+    code, out, err = run(capsys, *argv, str(store))
+    assert code == 2 and "cannot be combined" in err and out == ""
+    assert sorted(p.name for p in store.rglob("*")) == before
+
+
+def test_errors_under_json_are_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "check", str(tmp_path / "missing"), "--json")
+    error = json.loads(out)
+    assert code == 2 and error["exit"] == 2 and error["schema"] == "distilld.error/1"
+    assert "missing" in error["error"] and err == ""
+    code, out, _ = run(capsys, "gc", "--json", "--apply", "--preview", str(tmp_path))
+    assert code == 2 and json.loads(out)["exit"] == 2 and "cannot be combined" in json.loads(out)["error"]
+    policy = tmp_path / "p.toml"
+    policy.write_text("[spine]\nbogus = 1\n")
+    store = healthy_store(tmp_path / "store").root
+    code, out, _ = run(capsys, "budget", str(store), "--policy", str(policy), "--json")
+    assert code == 2 and json.loads(out)["file"] is None or str(policy) in json.loads(out)["error"]
+
+
+@pytest.mark.parametrize("argv, kind", [(["check"], "check"), (["budget"], "budget"), (["gc"], "gc"),
+                                        (["compact"], "compact"), (["status"], "status")])
+def test_every_json_document_carries_a_schema(argv: list[str], kind: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    store = healthy_store(tmp_path / "store").root
+    _, out, _ = run(capsys, *argv, str(store), "--json")
+    assert json.loads(out)["schema"] == f"distilld.{kind}/1"
+
+
+def test_config_show_json_carries_a_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "config", "show", "--json")
+    assert json.loads(out)["schema"] == "distilld.config/1"
+
+
+def test_one_exit_code_table_in_the_readme_and_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert exit_table_markdown() in readme
+    _, out, _ = run(capsys, "--help")
+    flat = " ".join(out.split())
+    for code, meaning in EXIT_CODES:
+        assert f"{code} {' '.join(meaning.split())}" in flat
+    codes = [code for code, _ in EXIT_CODES]
+    assert len(set(codes)) == len(codes)
+
+
+def test_distinct_codes_for_check_failed_lock_held_unsafe_store_and_skipped_sync() -> None:
+    from distilld.cli import exit_code_for
+    from distilld.errors import LockHeld, StoreRefused
+    from distilld.gitstore.errors import GitBusy
+
+    codes = {1, exit_code_for(LockHeld("", None, None)), exit_code_for(StoreRefused()), exit_code_for(GitBusy())}
+    assert codes == {1, 5, 6, 7}
+
+
+# -- new: an empty 1.2 store that passes check ------------------------------------------------
+
+def test_new_creates_the_installer_shaped_store_and_it_passes_check(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "fresh"
+    code, out, _ = run(capsys, "new", str(store))
+    assert code == 0 and "created an empty 1.2 store" in out
+    assert (store / "SPINE.md").read_bytes() == INSTALLER_SPINE.encode()
+    assert (store / "CATALOG.md").read_text() == (
+        "# Knowledge catalog\n\n<!-- Complete inventory, rebuilt by /distill. Not loaded at session start. "
+        "rebuilt: 2026-11-30T12:00:00Z -->\n\n## active\n\n## archived\n\n## evidence\n")
+    assert sorted(p.name for p in store.iterdir() if p.is_dir()) == ["craft", "feedback", "ops", "profile",
+                                                                       "projects"]
+    assert not (store / "archive").exists()
+    code, out, _ = run(capsys, "check", str(store))
+    assert code == 0 and out == "C1 PASS\nC2 PASS\nC3 PASS\n"
+
+
+def test_new_refuses_an_existing_store_or_a_full_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = healthy_store(tmp_path / "store").root
+    spine = (store / "SPINE.md").read_bytes()
+    code, _, err = run(capsys, "new", str(store))
+    assert code == 2 and "already a store" in err
+    assert (store / "SPINE.md").read_bytes() == spine
+    (tmp_path / "afile").write_text("x")
+    assert run(capsys, "new", str(tmp_path / "afile"))[0] == 2
+
+
+def test_init_still_adopts_and_says_how_to_create(capsys: pytest.CaptureFixture[str]) -> None:
+    result = CliRunner().invoke(cli, ["init", "--help"])
+    assert "distilld new" in result.output
+
+
+def test_commands_register_through_their_modules() -> None:
+    names = set(cli.commands)
+    for module in cli_module.COMMAND_MODULES:
+        for command in __import__(f"distilld.cli.{module}", fromlist=["COMMANDS"]).COMMANDS:
+            assert isinstance(command, click.Command) and command.name in names
+
+
+def test_shell_completion_works_as_the_readme_says(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert '_DISTILLD_COMPLETE=bash_source distilld' in readme
+    script = Path(sys.executable).with_name("distilld")
+    if not script.exists():
+        pytest.skip("the console script is not installed beside this Python")
+    env = {**subprocess_env(tmp_path), "_DISTILLD_COMPLETE": "bash_source"}
+    source = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert source.returncode == 0 and "_distilld_completion" in source.stdout
+    env.update(_DISTILLD_COMPLETE="bash_complete", COMP_WORDS="distilld mig", COMP_CWORD="1")
+    words = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60).stdout
+    assert "migrate" in words
