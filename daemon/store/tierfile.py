@@ -47,11 +47,20 @@ class Frontmatter:
 
         No quote handling and no trailing-space trim, exactly like the reference parser.
         """
-        prefix = key + ":"
+        if ":" in key:
+            prefix = key + ":"
+            return next((line[len(prefix):].lstrip(" \t") for line in self.lines if line.startswith(prefix)), None)
+        return self._first_values.get(key)
+
+    @cached_property
+    def _first_values(self) -> dict[str, str]:
+        # A line starts with ``key:`` exactly when the text before its first colon is ``key``.
+        values: dict[str, str] = {}
         for line in self.lines:
-            if line.startswith(prefix):
-                return line[len(prefix):].lstrip(" \t")
-        return None
+            key, colon, value = line.partition(":")
+            if colon and key not in values:
+                values[key] = value.lstrip(" \t")
+        return values
 
     def has(self, key: str) -> bool:
         return self.value(key) is not None
