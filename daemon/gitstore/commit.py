@@ -1,5 +1,6 @@
-"""Commits: one per operation, holding exactly the paths it touched, made through a private
-index seeded from HEAD; the branch moves by compare-and-swap; the user's own index is left as
+"""Commits: one per operation, holding exactly the paths it touched, its tree made from HEAD's
+by replacing only those paths (tree builders along the changed folders: no index of the whole
+store is read or written); the branch moves by compare-and-swap; the user's own index is left as
 it was, except that the committed paths are brought up to date there (LIBRARY-NOTES 1.3).
 
 Blobs are made from the files' raw bytes (``create_blob``), never through git's filters, so a
@@ -146,6 +147,40 @@ def tree_entry(tree: pygit2.Tree | None, path: str) -> Entry | None:
     return (obj.id, int(obj.filemode))
 
 
+def tree_with(repo: pygit2.Repository, tree: pygit2.Tree | None, changes: dict[str, Entry | None]) -> pygit2.Oid:
+    """``tree`` with the given paths set (or removed, for None): what an index seeded from the
+    tree would write, but only the trees along the changed paths are read and written, so a
+    commit costs what it changes, not what the store holds."""
+    written = _subtree_with(repo, tree, changes)
+    return written if written is not None else repo.TreeBuilder().write()
+
+
+def _subtree_with(repo: pygit2.Repository, tree: pygit2.Tree | None,
+                  changes: dict[str, Entry | None]) -> pygit2.Oid | None:
+    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+    below: dict[str, dict[str, Entry | None]] = {}
+    for path, entry in changes.items():
+        name, slash, rest = path.partition("/")
+        if slash:
+            below.setdefault(name, {})[rest] = entry
+        elif entry is None:
+            if builder.get(name) is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, entry[0], FileMode(entry[1]))
+    for name, inside in below.items():
+        current = builder.get(name)
+        subtree = current if isinstance(current, pygit2.Tree) else None  # a file there gives way, as in an index
+        written = _subtree_with(repo, subtree, inside)
+        if written is not None:
+            builder.insert(name, written, FileMode.TREE)
+        elif current is not None:
+            builder.remove(name)
+    if len(builder) == 0:  # git keeps no empty trees
+        return None
+    return builder.write()
+
+
 def index_entry(index: pygit2.Index, path: str) -> Entry | None:
     try:
         entry = index[path]
@@ -245,9 +280,6 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
         raise CommitRefused(f"{root}: you have staged changes to {', '.join(staged)}; distilld leaves them to "
                             "your own commit and records its change once they are committed")
     head = head_commit(repo)
-    private = pygit2.Index()
-    if head is not None:
-        private.read_tree(head.tree)
     entries: dict[str, Entry | None] = {}
     for path in wanted:
         data = contents[path]
@@ -255,13 +287,10 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
             oid = repo.create_blob(data)
             old = tree_entry(head.tree if head else None, path)
             mode = old[1] if old and old[1] in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE) else int(FileMode.BLOB)
-            private.add(pygit2.IndexEntry(path, oid, FileMode(mode)))
             entries[path] = (oid, mode)
         else:
-            if tree_entry(head.tree if head else None, path) is not None:
-                private.remove(path)
             entries[path] = None
-    tree = private.write_tree(repo)
+    tree = tree_with(repo, head.tree if head else None, entries)
     if head is not None and tree == head.tree.id:
         return None
     parents = [head.id] if head is not None else []
