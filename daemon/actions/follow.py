@@ -17,7 +17,7 @@ from pathlib import Path
 from ..engine.lock import AcquireKind, AcquireResult, StoreLock, default_owner
 from ..errors import LockLost
 from ..policy import Policy
-from ..store.budget import BudgetReport, measure_budget
+from ..store.budget import BudgetReport
 from ..store.findings import Finding
 from ..store.incremental import IncrementalStore
 from ..store.paths import Layout
@@ -69,5 +69,5 @@ def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
             snapshot = passes.snapshot(snapshot.root)
             findings = passes.check(snapshot, policy.caps)
     report.failures = [f for f in findings if f.severity == "fail"]
-    report.budget = measure_budget(snapshot, limits_from(policy), clock().date())
+    report.budget = passes.budget(snapshot, limits_from(policy), clock().date())
     return report

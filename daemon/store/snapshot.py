@@ -217,10 +217,15 @@ def _scan(store: Path | str, previous: Snapshot | None, stamped: bool) -> Snapsh
         elif candidate.is_dir():
             _walk(root, top, snapshot, stamped)
     snapshot.symlinks.sort(key=os.fsencode)
+    reusable = previous is not None and previous.root == root
+    if reusable and previous is not None and snapshot.files == previous.files and snapshot.symlinks == previous.symlinks:
+        for name in ("tier_paths", "nested_archive_paths", "archive_paths", "evidence_paths", "_symlinked_files",
+                     "layout"):
+            if name in previous.__dict__:
+                snapshot.__dict__[name] = previous.__dict__[name]  # the same files: the same lists
     wanted = [SPINE, CATALOG, LEDGER, LOCAL_SPINE]
     wanted += snapshot.tier_paths + snapshot.nested_archive_paths
     wanted += snapshot.archive_paths + snapshot.evidence_paths
-    reusable = previous is not None and previous.root == root
     unreadable = {error.path for error in previous.read_errors} if previous is not None else set()
     for path in wanted:
         if path not in snapshot.files or path in snapshot.contents:

@@ -262,7 +262,7 @@ class KnowledgeFile:
         """Pinned as the catalog and C2 read it: the frontmatter value is exactly ``pinned``."""
         return self.fm("lifecycle") == "pinned"
 
-    @property
+    @cached_property
     def looks_pinned(self) -> bool:
         """Pinned by any reading (a trailing blank, or a ``lifecycle: pinned`` line anywhere):
         the lifecycle never moves such a file, since C4 would count the move as a loss."""

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import date
 from pathlib import Path
 
 from builders import healthy_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from distilld.store.budget import BudgetLimits, measure_budget
 from distilld.store.caps import Caps
 from distilld.store.incremental import IncrementalStore
 from distilld.store.invariants import check_store
@@ -125,10 +127,13 @@ def test_incremental_findings_equal_a_cold_snapshot_after_every_edit(edits: list
         clock = Clock()
         passes = IncrementalStore()
         assert passes.check(passes.snapshot(root), caps) == check_store(take_snapshot(root), caps)
-        for kind, relative, data in edits:
+        limits = BudgetLimits(file_max_lines=caps.file_max_lines, file_max_bytes=caps.file_max_bytes)
+        for number, (kind, relative, data) in enumerate(edits):
             apply(root, clock, kind, relative, data)
-            incremental = passes.check(passes.snapshot(root), caps)
-            assert incremental == check_store(take_snapshot(root), caps), (kind, relative)
+            snapshot, cold = passes.snapshot(root), take_snapshot(root)
+            assert passes.check(snapshot, caps) == check_store(cold, caps), (kind, relative)
+            today = date(2027, 1, 1 + number % 2)  # the day moves on too: ages change
+            assert passes.budget(snapshot, limits, today) == measure_budget(cold, limits, today), (kind, relative)
 
 
 def test_unchanged_files_are_not_read_again(tmp_path: Path) -> None:
