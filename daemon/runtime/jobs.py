@@ -313,6 +313,12 @@ def commit_changes(env: JobEnv, trigger: str) -> CommitResult | None:
 def reconcile(env: JobEnv, trigger: str) -> PassResult:
     env.incremental.reset()  # by content: every file read again, every finding computed again
     result = follow(env, f"reconcile:{trigger}")
+    mismatches = env.git.verify() if env.store.is_dir() else []
+    if mismatches:
+        env.activity.write(f"BYTE MISMATCH: {_plural(len(mismatches), 'file')} differ from the last commit or "
+                           f"the ledger: {_listing(mismatches, 3)}")
+        return PassResult(False, f"full rescan: {result.summary}; {_plural(len(mismatches), 'byte mismatch')}",
+                          {**result.details, "mismatches": mismatches[:20]})
     return PassResult(result.ok, f"full rescan: {result.summary}", result.details)
 
 
