@@ -15,7 +15,7 @@ warm-up, interleaved with its baseline, which is the git CLI doing the same thin
 * a sync with nothing to do vs ``git fetch`` with nothing to fetch;
 * a diverged sync (fetch, merge in memory, catalog, checks, push) vs ``git pull --no-rebase``
   of a like divergence in plain clones;
-* a second machine joining vs ``git clone`` of the same remote.
+* a second machine joining vs ``git clone --no-local`` of the same remote.
 
 git and libgit2 read no configuration from this machine (an empty HOME, GIT_CONFIG_NOSYSTEM).
 """
@@ -183,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
                 joins.samples.append(run_call(lambda: run_init(target, bench.policy, lambda: NOW,
                                                                remote_url=str(origin),
                                                                identity=Identity("other", "o@localhost"))))
-                clones.samples.append(bench.git("clone", "-q", str(origin), str(plain)))
+                # --no-local: a clone from a local path would hardlink the object files, which no
+                # clone from another machine can do; this is the transfer a real remote makes.
+                clones.samples.append(bench.git("clone", "-q", "--no-local", str(origin), str(plain)))
                 if n:
                     shutil.rmtree(target)
                 else:
@@ -199,9 +201,11 @@ def main(argv: list[str] | None = None) -> int:
 
         # -- diverged sync ----------------------------------------------------------------------
         if "diverged" not in skip:
+            plain_origin = bench.base / "plain-origin.git"
             left, right = bench.base / "plain-left", bench.base / "plain-right"
-            bench.git_quiet("clone", "-q", str(origin), str(left))
-            bench.git_quiet("clone", "-q", str(origin), str(right))
+            bench.git_quiet("clone", "-q", "--bare", "--no-local", str(origin), str(plain_origin))
+            bench.git_quiet("clone", "-q", "--no-local", str(plain_origin), str(left))
+            bench.git_quiet("clone", "-q", "--no-local", str(plain_origin), str(right))
             one = sorted((store / "projects").glob("*.md"))[1].relative_to(store).as_posix()
             spare = sorted((store / "craft").glob("*.md"))[0].relative_to(store).as_posix()
             ours_series, cli_series = Series("distilld sync, diverged"), Series("git pull --no-rebase, diverged")
