@@ -120,15 +120,6 @@ def _read_committable(root: Path, path: str) -> bytes | None:
     return data
 
 
-def refusal(root: Path, path: str) -> str | None:
-    """Why ``path`` may not be committed, or None."""
-    try:
-        _read_committable(root, path)
-    except CommitRefused as refused:
-        return str(refused).removeprefix(f"{root}: ")
-    return None
-
-
 # -- trees and the real index -------------------------------------------------------------------
 
 def head_commit(repo: pygit2.Repository) -> pygit2.Commit | None:
@@ -264,8 +255,10 @@ def repair_pending_index(store: StoreRepo) -> None:
 
 # -- committing -----------------------------------------------------------------------------------
 
-def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: pygit2.Signature) -> str | None:
+def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: pygit2.Signature,
+                 read: dict[str, bytes | None] | None = None) -> str | None:
     """Commit the working-tree bytes of ``paths`` on top of HEAD; None when that changes nothing.
+    ``read``: bytes the caller already read (and checked) with ``_read_committable``.
 
     Raises GitBusy when git is busy or the branch moved meanwhile (retry later), and
     CommitRefused when a path may not be committed or the user staged it.
@@ -274,7 +267,8 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
     require_quiet(store)
     repair_pending_index(store)
     wanted = sorted(set(paths))
-    contents = {path: _read_committable(root, path) for path in wanted}
+    known = read or {}
+    contents = {path: known[path] if path in known else _read_committable(root, path) for path in wanted}
     staged = staged_by_user(store, wanted)
     if staged:
         raise CommitRefused(f"{root}: you have staged changes to {', '.join(staged)}; distilld leaves them to "
@@ -374,10 +368,12 @@ def commit_agent_changes(store: StoreRepo, signature: pygit2.Signature, pass_id:
     result = CommitResult(None, operation, pass_id)
     result.notes += [f"{p}: staged by you; left for your own commit" for p in changes.staged]
     paths: list[str] = []
+    read: dict[str, bytes | None] = {}
     for path in changes.paths:
-        reason = refusal(store.root, path)
-        if reason:
-            result.skipped.append((path, reason))
+        try:
+            read[path] = _read_committable(store.root, path)  # read once: checked and committed
+        except CommitRefused as refused:
+            result.skipped.append((path, str(refused).removeprefix(f"{store.root}: ")))
         else:
             paths.append(path)
     if not paths:
@@ -405,7 +401,7 @@ def commit_agent_changes(store: StoreRepo, signature: pygit2.Signature, pass_id:
                            f"{len(removed)} removed)")
     result.paths = sorted(keep)
     result.commit = commit_paths(store, result.paths, message(headline, body, operation, pass_id, result.paths),
-                                 signature)
+                                 signature, read)
     return result
 
 
