@@ -118,4 +118,4 @@ def header(title: str, runs: int) -> None:
 def row(what: str, value: str, target: str, met: bool | None = None) -> None:
     """One line of the summary table the README copies."""
     mark = "" if met is None else ("  met" if met else "  MISSED")
-    print(f"  | {what} | {value} | {target} |{mark}")
+    print(f"  | {what} | {value} | {target} |{mark}", flush=True)

@@ -11,14 +11,20 @@ from distilld.gitstore.verify import verify_pulled, verify_work_tree
 from gitmachines import Machine, Origin, lifecycle_store
 
 
-def test_a_pull_verifies_the_paths_it_wrote_and_the_full_check_finds_the_rest(tmp_path: Path,
-                                                                              origin: Origin) -> None:
+def joined_pair(tmp_path: Path, origin: Origin) -> tuple[Machine, Machine]:
+    """Machine a with a store pushed to the origin, and machine b that joined from it."""
     a = Machine("a", tmp_path / "a", origin)
     lifecycle_store(a.root)
     a.init()
     assert a.sync().pushed
     b = Machine("b", tmp_path / "b", origin)
     b.init()
+    return a, b
+
+
+def test_a_pull_verifies_the_paths_it_wrote_and_the_full_check_finds_the_rest(tmp_path: Path,
+                                                                              origin: Origin) -> None:
+    a, b = joined_pair(tmp_path, origin)
     before = b.repo().head.peel(pygit2.Commit).tree
     a.append("craft/testing.md", "- Pulled by B.\n")
     assert a.sync().pushed
@@ -37,12 +43,7 @@ def test_a_pull_verifies_the_paths_it_wrote_and_the_full_check_finds_the_rest(tm
     assert [m.path for m in verify_work_tree(store)] == ["archive/projects/marlin.md"]
 
 def test_a_pulled_ledger_line_has_its_archived_file_checked(tmp_path: Path, origin: Origin) -> None:
-    a = Machine("a", tmp_path / "a", origin)
-    lifecycle_store(a.root)
-    a.init()
-    assert a.sync().pushed
-    b = Machine("b", tmp_path / "b", origin)
-    b.init()
+    a, b = joined_pair(tmp_path, origin)
     before = b.repo().head.peel(pygit2.Commit).tree
     a.gc()
     assert a.sync().pushed
