@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from pygit2.enums import FileMode, FileStatus
 from ..store.merge import has_conflict_markers
 from ..store.paths import SPINE, sync_class
 from .errors import CommitRefused, GitBusy
+from .maintenance import refresh_index
 from .repo import MANAGED_FILES, StoreRepo, require_quiet, write_state_file
 
 TRAILER_PATH_LIMIT = 200  # beyond this, the count says how many (the diff has them all)
@@ -32,6 +34,7 @@ USER_STAGED = (FileStatus.INDEX_NEW | FileStatus.INDEX_MODIFIED | FileStatus.IND
                | FileStatus.INDEX_RENAMED | FileStatus.INDEX_TYPECHANGE)
 PENDING_INDEX = "pending-index.json"
 STAT_ADD_LIMIT = 256 * 1024  # bytes; above it the index gets the blob id without stat data
+BULK_PATHS = 200  # a commit of more paths leaves the index's stat data to `git update-index --refresh`
 
 Entry = tuple[pygit2.Oid, int]
 
@@ -211,6 +214,9 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
     compares content, and newer bytes show as an unstaged change, never as a staged one."""
     index = store.repo.index
     index.read(False)
+    # ``add(path)`` writes the blob a second time to get the stat data; for a commit of many paths
+    # (the first commit of a store) git's own refresh records it without writing anything.
+    bulk = len(entries) > BULK_PATHS and shutil.which("git") is not None
     for path, entry in entries.items():
         if index_entry(index, path) != tree_entry(parent_tree, path):
             continue  # staged by the user after all: theirs to keep
@@ -220,13 +226,15 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
             continue
         oid, mode = entry
         try:
-            if (store.root / path).stat().st_size <= STAT_ADD_LIMIT:
+            if not bulk and (store.root / path).stat().st_size <= STAT_ADD_LIMIT:
                 index.add(path)
         except (pygit2.GitError, OSError):
             pass
         if index_entry(index, path) != (oid, mode):
             index.add(pygit2.IndexEntry(path, oid, FileMode(mode)))
     index.write()
+    if bulk:
+        refresh_index(store.root)
 
 
 def repair_pending_index(store: StoreRepo) -> None:

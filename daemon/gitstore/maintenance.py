@@ -1,4 +1,5 @@
-"""Housekeeping libgit2 cannot do (LIBRARY-NOTES 1.9): packing loose objects.
+"""Housekeeping libgit2 cannot do (LIBRARY-NOTES 1.9): packing loose objects, and refreshing the
+index's file stat data without writing every object again.
 
 libgit2 has no gc; every commit leaves loose objects, and thousands of them make each commit
 slower (libgit2 checks that every object a tree names exists). The git command line packs them
@@ -31,3 +32,19 @@ def pack_objects(root: Path, timeout: float = GC_TIMEOUT_SECONDS) -> str | None:
     if done.returncode != 0:
         return f"git gc failed ({done.returncode}): {done.stderr.strip()[:200]}"
     return None
+
+
+def refresh_index(root: Path, timeout: float = GC_TIMEOUT_SECONDS) -> bool:
+    """``git update-index --refresh``: record the stat data of index entries whose files match
+    them, hashing the files but writing no object. False when git is missing or failed (the
+    index stays correct, only slower to compare)."""
+    git = shutil.which("git")
+    if git is None:
+        return False
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        done = subprocess.run([git, "-C", str(root), "update-index", "-q", "--refresh"], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=timeout, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
