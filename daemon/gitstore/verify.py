@@ -14,7 +14,7 @@ from ..store.ledger import Ledger
 from ..store.paths import LEDGER, archived_path
 from ..store.text import sha256_hex, sha256_norm_hex
 from .commit import tree_entry
-from .merge import flatten
+from .merge import Flat, flatten
 from .repo import StoreRepo
 
 
@@ -38,12 +38,14 @@ def changed_between(old: pygit2.Tree | None, new: pygit2.Tree) -> list[str]:
     return sorted(paths)
 
 
-def verify_paths(store: StoreRepo, tree: pygit2.Tree, paths: Iterable[str]) -> list[Mismatch]:
-    """Each path's bytes on disk against the tree's blob (absent where the tree has none)."""
+def verify_paths(store: StoreRepo, tree: pygit2.Tree, paths: Iterable[str], flat: Flat | None = None) -> list[Mismatch]:
+    """Each path's bytes on disk against the tree's blob (absent where the tree has none).
+    ``flat``: the tree's files by path, when the caller has them (one walk instead of a lookup
+    by path for each)."""
     found: list[Mismatch] = []
     for path in paths:
         full = store.root / path
-        entry = tree_entry(tree, path)
+        entry = flat.get(path) if flat is not None else tree_entry(tree, path)
         try:
             info = os.lstat(full)
         except FileNotFoundError:
@@ -116,8 +118,9 @@ def verify_pull(store: StoreRepo, old: pygit2.Tree | None, new: pygit2.Tree,
     change, say) and that the pull did not write; they are not expected to match."""
     written = set(changed_between(old, new))
     skip = set(exempt) - written
-    paths = sorted(p for p in set(flatten(new)) | written if p not in skip)
-    return verify_paths(store, new, paths) + verify_archive(store)
+    files = flatten(new)
+    paths = sorted(p for p in set(files) | written if p not in skip)
+    return verify_paths(store, new, paths, files) + verify_archive(store)
 
 
 def verify_work_tree(store: StoreRepo) -> list[Mismatch]:
