@@ -5,7 +5,9 @@ Not collected by pytest; run it by hand.
     python tests/benchmarks/bench_check.py --stores /tmp/s1,/tmp/s100      # stores made by storegen.py
     python tests/benchmarks/bench_check.py --scales 1,100 --runs 5         # generates them in a temp dir
 
-Three child processes per round, interleaved: ``python -m distilld check STORE``, the plain checker
+Child processes, one of each per round, interleaved: ``python -m distilld check STORE``; the same
+check without the CLI's imports of every command (what check costs once the CLI imports per
+command); the plain checker
 (plain_checker.py, standard library only, written from STORE-FORMAT.md section 3), and a Python
 process that reads every file of the store's scanned folders and does nothing else. Before timing,
 the plain checker's PASS/FAIL per group must equal distilld's, or the comparison means nothing.
@@ -39,6 +41,19 @@ for top in ("SPINE.md", "CATALOG.md", "craft", "ops", "profile", "projects", "fe
 """
 
 
+# What `distilld check` runs once the CLI imports per command (issue 10): the policy and the check
+# action, nothing else; the same verdicts, printed the same way.
+CHECK_ONLY = """
+import sys
+from pathlib import Path
+from distilld.actions.check import render_text, run_check
+from distilld.policy import load_policy
+result = run_check(Path(sys.argv[1]), None, load_policy().caps)
+sys.stdout.write(render_text(result))
+sys.exit(0 if result.ok else 1)
+"""
+
+
 def verdicts(argv: list[str]) -> list[str]:
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     return [line for line in done.stdout.splitlines() if line[:2] in ("C1", "C2", "C3")]
@@ -48,10 +63,12 @@ def measure(store: Path, runs: int) -> dict[str, Series]:
     ours = [sys.executable, "-m", "distilld", "check", str(store)]
     plain = [sys.executable, str(HERE / "plain_checker.py"), str(store)]
     reader = [sys.executable, "-c", READ_EVERY_FILE, str(store)]
-    if verdicts(ours) != verdicts(plain):
+    only = [sys.executable, "-c", CHECK_ONLY, str(store)]
+    if not verdicts(ours) == verdicts(plain) == verdicts(only):
         raise SystemExit(f"{store}: verdicts differ: distilld {verdicts(ours)}, plain {verdicts(plain)}")
     return interleaved({
         "distilld check": lambda: run_child(ours, ok_codes=(0, 1)),
+        "check without the CLI's imports": lambda: run_child(only, ok_codes=(0, 1)),
         "plain checker": lambda: run_child(plain, ok_codes=(0, 1)),
         "read every file": lambda: run_child(reader),
     }, runs)
@@ -80,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n  {store.name}:")
             for series in found.values():
                 print(f"    {describe(series)}")
+            bare = found["check without the CLI's imports"]
+            row(f"the same, check without the CLI's imports ({store.name})", f"{ratio(bare, plain):.2f}",
+                "(once the CLI imports per command)")
             vs_plain = ratio(ours, plain)
             vs_read = ratio(ours, reader)
             row(f"`distilld check` CPU / plain Python checker CPU ({store.name})", f"{vs_plain:.2f}", "<= 1.0",
