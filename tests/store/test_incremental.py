@@ -15,6 +15,7 @@ import tempfile
 from datetime import date
 from pathlib import Path
 
+import pytest
 from builders import healthy_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -115,6 +116,7 @@ def apply(root: Path, clock: Clock, kind: str, relative: str, data: bytes) -> No
     clock.touch(target)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(edit, min_size=1, max_size=12), st.booleans())
 def test_incremental_findings_equal_a_cold_snapshot_after_every_edit(edits: list[tuple[str, str, bytes]],
