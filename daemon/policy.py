@@ -2,84 +2,110 @@
 
 A policy holds the numbers the design fixes: caps, compaction targets, lifecycle rules and
 lock timings. Unknown keys and bad values are refused with one line naming the key.
+
+The models are frozen dataclasses checked by a few lines of code rather than pydantic models:
+every command loads a policy, and importing pydantic for four tables of numbers was most of a
+short command's start-up.
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
 import tomllib
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from typing import Any
 
 from .errors import PolicyError
 from .store.caps import Caps
 from .store.paths import TIERS
 
-PositiveInt = Annotated[int, Field(gt=0, strict=True)]
+
+class _Invalid(ValueError):
+    """A bad value; ``key`` is the dotted name of what it was given for."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def _positive_int(key: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Invalid(key, f"must be a whole number (got {value!r})")
+    if value <= 0:
+        raise _Invalid(key, f"must be greater than 0 (got {value!r})")
+    return value
 
 
-class SpinePolicy(_Strict):
-    max_lines: PositiveInt = 80
-    max_bytes: PositiveInt = 16000
-    entry_max_bytes: PositiveInt = 400
-    compact_at_lines: PositiveInt = 60
-    compact_at_bytes: PositiveInt = 12000
-    entry_target_bytes: PositiveInt = 200
-    migrate_max_lines: PositiveInt = 75  # a migration aims at or under these (and the caps): room to grow
-    migrate_max_bytes: PositiveInt = 15000
-
-    @model_validator(mode="after")
-    def _targets_within_caps(self) -> "SpinePolicy":
-        if self.compact_at_lines > self.max_lines:
-            raise ValueError(f"compact_at_lines: must not exceed max_lines ({self.max_lines})")
-        if self.compact_at_bytes > self.max_bytes:
-            raise ValueError(f"compact_at_bytes: must not exceed max_bytes ({self.max_bytes})")
-        if self.entry_target_bytes > self.entry_max_bytes:
-            raise ValueError(f"entry_target_bytes: must not exceed entry_max_bytes ({self.entry_max_bytes})")
-        return self
+def _positive_number(key: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Invalid(key, f"must be a number (got {value!r})")
+    if value <= 0:
+        raise _Invalid(key, f"must be greater than 0 (got {value!r})")
+    return float(value) if isinstance(value, float) else value
 
 
-class TierFilePolicy(_Strict):
-    max_lines: PositiveInt = 60
-    max_bytes: PositiveInt = 6000
-    compact_at_lines: PositiveInt = 45
-    compact_at_bytes: PositiveInt = 4500
-
-    @model_validator(mode="after")
-    def _targets_within_caps(self) -> "TierFilePolicy":
-        if self.compact_at_lines > self.max_lines:
-            raise ValueError(f"compact_at_lines: must not exceed max_lines ({self.max_lines})")
-        if self.compact_at_bytes > self.max_bytes:
-            raise ValueError(f"compact_at_bytes: must not exceed max_bytes ({self.max_bytes})")
-        return self
+def _names(key: str, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _Invalid(key, f"must be a list of names (got {value!r})")
+    return tuple(value)
 
 
-class LifecyclePolicy(_Strict):
-    staleness_threshold_days: PositiveInt = 90
+def _not_above(section: str, low: str, high: str, values: Any) -> None:
+    if getattr(values, low) > getattr(values, high):
+        raise _Invalid(f"{section}.{low}", f"must not exceed {high} ({getattr(values, high)})")
+
+
+@dataclass(frozen=True)
+class SpinePolicy:
+    max_lines: int = 80
+    max_bytes: int = 16000
+    entry_max_bytes: int = 400
+    compact_at_lines: int = 60
+    compact_at_bytes: int = 12000
+    entry_target_bytes: int = 200
+    migrate_max_lines: int = 75  # a migration aims at or under these (and the caps): room to grow
+    migrate_max_bytes: int = 15000
+
+    def __post_init__(self) -> None:
+        _not_above("spine", "compact_at_lines", "max_lines", self)
+        _not_above("spine", "compact_at_bytes", "max_bytes", self)
+        _not_above("spine", "entry_target_bytes", "entry_max_bytes", self)
+
+
+@dataclass(frozen=True)
+class TierFilePolicy:
+    max_lines: int = 60
+    max_bytes: int = 6000
+    compact_at_lines: int = 45
+    compact_at_bytes: int = 4500
+
+    def __post_init__(self) -> None:
+        _not_above("tier_file", "compact_at_lines", "max_lines", self)
+        _not_above("tier_file", "compact_at_bytes", "max_bytes", self)
+
+
+@dataclass(frozen=True)
+class LifecyclePolicy:
+    staleness_threshold_days: int = 90
     candidate_dirs: tuple[str, ...] = ("projects",)
 
-    @model_validator(mode="after")
-    def _known_tiers(self) -> "LifecyclePolicy":
+    def __post_init__(self) -> None:
         unknown = [d for d in self.candidate_dirs if d not in TIERS]
         if unknown:
-            raise ValueError(f"candidate_dirs: not a tier directory: {', '.join(unknown)} (tiers: {', '.join(TIERS)})")
-        return self
+            raise _Invalid("lifecycle.candidate_dirs",
+                           f"not a tier directory: {', '.join(unknown)} (tiers: {', '.join(TIERS)})")
 
 
-class LockPolicy(_Strict):
-    stale_seconds: PositiveInt = 300
-    poll_seconds: Annotated[float, Field(gt=0)] = 2
-    takeover_wait_seconds: Annotated[float, Field(gt=0)] = 10
+@dataclass(frozen=True)
+class LockPolicy:
+    stale_seconds: int = 300
+    poll_seconds: float = 2
+    takeover_wait_seconds: float = 10
 
 
-class Policy(_Strict):
+@dataclass(frozen=True)
+class Policy:
     spine: SpinePolicy = SpinePolicy()
     tier_file: TierFilePolicy = TierFilePolicy()
     lifecycle: LifecyclePolicy = LifecyclePolicy()
@@ -96,19 +122,27 @@ class Policy(_Strict):
         )
 
 
-def _first_error(error: ValidationError) -> str:
-    first = error.errors()[0]
-    key = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    message = first["msg"].removeprefix("Value error, ")
-    named = re.match(r"^([a-z_]+): ", message) if first["type"] == "value_error" else None
-    if named:  # a cross-field rule names the key it is about
-        key = f"{key}.{named.group(1)}" if key != "(top level)" else named.group(1)
-        message = message[named.end():]
-    if first["type"] == "extra_forbidden":
-        message = "unknown key"
-    elif "input" in first and first["type"] != "value_error":
-        message += f" (got {first['input']!r})"
-    return f"{key}: {message}"
+# How each key's value is checked, by its declared type.
+_CHECKS = {"int": _positive_int, "float": _positive_number, "tuple[str, ...]": _names}
+
+
+def _section(name: str, model: type[Any], data: object) -> Any:
+    if not isinstance(data, dict):
+        raise _Invalid(name, f"must be a table (got {data!r})")
+    declared = {f.name: str(f.type) for f in dataclasses.fields(model)}
+    for key in data:
+        if key not in declared:
+            raise _Invalid(f"{name}.{key}", "unknown key")
+    return model(**{key: _CHECKS[declared[key]](f"{name}.{key}", value) for key, value in data.items()})
+
+
+def policy_from_data(data: dict[str, Any]) -> Policy:
+    """A Policy from parsed TOML; raises ValueError naming the first bad key."""
+    sections = {f.name: f.default.__class__ for f in dataclasses.fields(Policy)}
+    for name in data:
+        if name not in sections:
+            raise _Invalid(name, "unknown key")
+    return Policy(**{name: _section(name, sections[name], value) for name, value in data.items()})
 
 
 def parse_policy(text: str, source: str) -> Policy:
@@ -117,9 +151,9 @@ def parse_policy(text: str, source: str) -> Policy:
     except tomllib.TOMLDecodeError as error:
         raise PolicyError(f"policy file {source}: not valid TOML: {error}") from None
     try:
-        return Policy.model_validate(data)
-    except ValidationError as error:
-        raise PolicyError(f"policy file {source}: {_first_error(error)}") from None
+        return policy_from_data(data)
+    except ValueError as error:
+        raise PolicyError(f"policy file {source}: {error}") from None
 
 
 def load_policy(path: Path | str | None = None) -> Policy:

@@ -11,6 +11,7 @@ from ..errors import DistilldError
 from ..policy import Policy
 from ..store import fs
 from ..store.catalog import Catalog, render_catalog
+from ..store.findings import Finding
 from ..store.invariants import check_c2
 from ..store.local import pending_migrations
 from ..store.paths import CATALOG, Layout
@@ -30,10 +31,12 @@ class CatalogWrite:
     reason: str
 
 
-def stale_reasons(snapshot: Snapshot) -> list[str]:
+def stale_reasons(snapshot: Snapshot, findings: list[Finding] | None = None) -> list[str]:
+    """Why the catalog is stale; ``findings`` (C2 or all of C1-C3) when they are at hand already."""
     if snapshot.catalog_raw is None:
         return ["CATALOG.md missing"]
-    return [f.message for f in check_c2(snapshot) if f.code in STALE_CODES]
+    found = check_c2(snapshot) if findings is None else findings
+    return [f.message for f in found if f.group == "C2" and f.code in STALE_CODES]
 
 
 def print_catalog(store: Path, now: datetime) -> str:

@@ -17,11 +17,10 @@ from pathlib import Path
 from ..engine.lock import AcquireKind, AcquireResult, StoreLock, default_owner
 from ..errors import LockLost
 from ..policy import Policy
-from ..store.budget import BudgetReport, measure_budget
+from ..store.budget import BudgetReport
 from ..store.findings import Finding
-from ..store.invariants import check_store
+from ..store.incremental import IncrementalStore
 from ..store.paths import Layout
-from ..store.snapshot import take_snapshot
 from .budget import limits_from
 from .catalog import stale_reasons, write_catalog
 
@@ -42,12 +41,17 @@ class FollowReport:
 
 
 def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
-               owner: str | None = None) -> FollowReport:
-    """Raises LockHeld when the catalog needs rebuilding and a distiller holds a fresh lock."""
-    snapshot = take_snapshot(store)
+               owner: str | None = None, incremental: IncrementalStore | None = None) -> FollowReport:
+    """Raises LockHeld when the catalog needs rebuilding and a distiller holds a fresh lock.
+
+    With ``incremental`` (the daemon's), only the files that changed since its last pass are
+    read again and only the findings they affect are recomputed."""
+    passes = incremental or IncrementalStore()
+    snapshot = passes.snapshot(store)
+    findings = passes.check(snapshot, policy.caps)
     report = FollowReport(snapshot.root, snapshot.layout)
     if snapshot.layout is not Layout.UNMIGRATED:
-        reasons = stale_reasons(snapshot)
+        reasons = stale_reasons(snapshot, findings)
         if reasons:
             report.catalog_reasons = reasons
             lock = StoreLock.from_policy(snapshot.root, owner or default_owner(), policy.lock)
@@ -62,7 +66,8 @@ def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
                         lock.release()
                     except LockLost:
                         pass  # taken over meanwhile; the write above was already complete
-            snapshot = take_snapshot(snapshot.root)
-    report.failures = [f for f in check_store(snapshot, policy.caps) if f.severity == "fail"]
-    report.budget = measure_budget(snapshot, limits_from(policy), clock().date())
+            snapshot = passes.snapshot(snapshot.root)
+            findings = passes.check(snapshot, policy.caps)
+    report.failures = [f for f in findings if f.severity == "fail"]
+    report.budget = passes.budget(snapshot, limits_from(policy), clock().date())
     return report

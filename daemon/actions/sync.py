@@ -114,7 +114,8 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
         outcome.commit = commit_agent_changes(repo_store, identity.signature(now), new_pass_id(now), time.time(),
                                               operation="adopt", subject="distilld: adopt the store")
     if pack and outcome.commit.commit:
-        trouble = pack_objects(repo_store.root)  # a first commit of a big store is all loose objects
+        # A first commit of a big store is all loose objects: packed in the background, as git does.
+        trouble = pack_objects(repo_store.root, background=True)
         if trouble:
             report.notes.append(trouble)
     return outcome

@@ -1,5 +1,6 @@
-"""Commits: one per operation, holding exactly the paths it touched, made through a private
-index seeded from HEAD; the branch moves by compare-and-swap; the user's own index is left as
+"""Commits: one per operation, holding exactly the paths it touched, its tree made from HEAD's
+by replacing only those paths (tree builders along the changed folders: no index of the whole
+store is read or written); the branch moves by compare-and-swap; the user's own index is left as
 it was, except that the committed paths are brought up to date there (LIBRARY-NOTES 1.3).
 
 Blobs are made from the files' raw bytes (``create_blob``), never through git's filters, so a
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from pygit2.enums import FileMode, FileStatus
 from ..store.merge import has_conflict_markers
 from ..store.paths import SPINE, sync_class
 from .errors import CommitRefused, GitBusy
+from .maintenance import refresh_index
 from .repo import MANAGED_FILES, StoreRepo, require_quiet, write_state_file
 
 TRAILER_PATH_LIMIT = 200  # beyond this, the count says how many (the diff has them all)
@@ -31,6 +34,7 @@ USER_STAGED = (FileStatus.INDEX_NEW | FileStatus.INDEX_MODIFIED | FileStatus.IND
                | FileStatus.INDEX_RENAMED | FileStatus.INDEX_TYPECHANGE)
 PENDING_INDEX = "pending-index.json"
 STAT_ADD_LIMIT = 256 * 1024  # bytes; above it the index gets the blob id without stat data
+BULK_PATHS = 200  # a commit of more paths leaves the index's stat data to `git update-index --refresh`
 
 Entry = tuple[pygit2.Oid, int]
 
@@ -119,15 +123,6 @@ def _read_committable(root: Path, path: str) -> bytes | None:
     return data
 
 
-def refusal(root: Path, path: str) -> str | None:
-    """Why ``path`` may not be committed, or None."""
-    try:
-        _read_committable(root, path)
-    except CommitRefused as refused:
-        return str(refused).removeprefix(f"{root}: ")
-    return None
-
-
 # -- trees and the real index -------------------------------------------------------------------
 
 def head_commit(repo: pygit2.Repository) -> pygit2.Commit | None:
@@ -144,6 +139,40 @@ def tree_entry(tree: pygit2.Tree | None, path: str) -> Entry | None:
     except KeyError:
         return None
     return (obj.id, int(obj.filemode))
+
+
+def tree_with(repo: pygit2.Repository, tree: pygit2.Tree | None, changes: dict[str, Entry | None]) -> pygit2.Oid:
+    """``tree`` with the given paths set (or removed, for None): what an index seeded from the
+    tree would write, but only the trees along the changed paths are read and written, so a
+    commit costs what it changes, not what the store holds."""
+    written = _subtree_with(repo, tree, changes)
+    return written if written is not None else repo.TreeBuilder().write()
+
+
+def _subtree_with(repo: pygit2.Repository, tree: pygit2.Tree | None,
+                  changes: dict[str, Entry | None]) -> pygit2.Oid | None:
+    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+    below: dict[str, dict[str, Entry | None]] = {}
+    for path, entry in changes.items():
+        name, slash, rest = path.partition("/")
+        if slash:
+            below.setdefault(name, {})[rest] = entry
+        elif entry is None:
+            if builder.get(name) is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, entry[0], FileMode(entry[1]))
+    for name, inside in below.items():
+        current = builder.get(name)
+        subtree = current if isinstance(current, pygit2.Tree) else None  # a file there gives way, as in an index
+        written = _subtree_with(repo, subtree, inside)
+        if written is not None:
+            builder.insert(name, written, FileMode.TREE)
+        elif current is not None:
+            builder.remove(name)
+    if len(builder) == 0:  # git keeps no empty trees
+        return None
+    return builder.write()
 
 
 def index_entry(index: pygit2.Index, path: str) -> Entry | None:
@@ -185,6 +214,9 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
     compares content, and newer bytes show as an unstaged change, never as a staged one."""
     index = store.repo.index
     index.read(False)
+    # ``add(path)`` writes the blob a second time to get the stat data; for a commit of many paths
+    # (the first commit of a store) git's own refresh records it without writing anything.
+    bulk = len(entries) > BULK_PATHS and shutil.which("git") is not None
     for path, entry in entries.items():
         if index_entry(index, path) != tree_entry(parent_tree, path):
             continue  # staged by the user after all: theirs to keep
@@ -194,13 +226,15 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
             continue
         oid, mode = entry
         try:
-            if (store.root / path).stat().st_size <= STAT_ADD_LIMIT:
+            if not bulk and (store.root / path).stat().st_size <= STAT_ADD_LIMIT:
                 index.add(path)
         except (pygit2.GitError, OSError):
             pass
         if index_entry(index, path) != (oid, mode):
             index.add(pygit2.IndexEntry(path, oid, FileMode(mode)))
     index.write()
+    if bulk:
+        refresh_index(store.root)
 
 
 def repair_pending_index(store: StoreRepo) -> None:
@@ -229,8 +263,10 @@ def repair_pending_index(store: StoreRepo) -> None:
 
 # -- committing -----------------------------------------------------------------------------------
 
-def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: pygit2.Signature) -> str | None:
+def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: pygit2.Signature,
+                 read: dict[str, bytes | None] | None = None) -> str | None:
     """Commit the working-tree bytes of ``paths`` on top of HEAD; None when that changes nothing.
+    ``read``: bytes the caller already read (and checked) with ``_read_committable``.
 
     Raises GitBusy when git is busy or the branch moved meanwhile (retry later), and
     CommitRefused when a path may not be committed or the user staged it.
@@ -239,15 +275,13 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
     require_quiet(store)
     repair_pending_index(store)
     wanted = sorted(set(paths))
-    contents = {path: _read_committable(root, path) for path in wanted}
+    known = read or {}
+    contents = {path: known[path] if path in known else _read_committable(root, path) for path in wanted}
     staged = staged_by_user(store, wanted)
     if staged:
         raise CommitRefused(f"{root}: you have staged changes to {', '.join(staged)}; distilld leaves them to "
                             "your own commit and records its change once they are committed")
     head = head_commit(repo)
-    private = pygit2.Index()
-    if head is not None:
-        private.read_tree(head.tree)
     entries: dict[str, Entry | None] = {}
     for path in wanted:
         data = contents[path]
@@ -255,13 +289,10 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
             oid = repo.create_blob(data)
             old = tree_entry(head.tree if head else None, path)
             mode = old[1] if old and old[1] in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE) else int(FileMode.BLOB)
-            private.add(pygit2.IndexEntry(path, oid, FileMode(mode)))
             entries[path] = (oid, mode)
         else:
-            if tree_entry(head.tree if head else None, path) is not None:
-                private.remove(path)
             entries[path] = None
-    tree = private.write_tree(repo)
+    tree = tree_with(repo, head.tree if head else None, entries)
     if head is not None and tree == head.tree.id:
         return None
     parents = [head.id] if head is not None else []
@@ -345,10 +376,12 @@ def commit_agent_changes(store: StoreRepo, signature: pygit2.Signature, pass_id:
     result = CommitResult(None, operation, pass_id)
     result.notes += [f"{p}: staged by you; left for your own commit" for p in changes.staged]
     paths: list[str] = []
+    read: dict[str, bytes | None] = {}
     for path in changes.paths:
-        reason = refusal(store.root, path)
-        if reason:
-            result.skipped.append((path, reason))
+        try:
+            read[path] = _read_committable(store.root, path)  # read once: checked and committed
+        except CommitRefused as refused:
+            result.skipped.append((path, str(refused).removeprefix(f"{store.root}: ")))
         else:
             paths.append(path)
     if not paths:
@@ -376,7 +409,7 @@ def commit_agent_changes(store: StoreRepo, signature: pygit2.Signature, pass_id:
                            f"{len(removed)} removed)")
     result.paths = sorted(keep)
     result.commit = commit_paths(store, result.paths, message(headline, body, operation, pass_id, result.paths),
-                                 signature)
+                                 signature, read)
     return result
 
 

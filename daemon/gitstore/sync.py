@@ -30,7 +30,7 @@ from .commit import Identity, commit_agent_changes, head_commit, new_pass_id, wo
 from .errors import GitBusy, GitStoreError, RemoteError
 from .merge import Flat, flatten, incoming_problems, merge_commits
 from .repo import MANAGED_FILES, StoreRepo, busy_reason, write_state_file
-from .verify import verify_pull
+from .verify import verify_pulled
 
 STATE_FILE = "sync.json"
 BACKOFF_BASE_SECONDS = 30.0
@@ -344,7 +344,7 @@ class _Run:
         report.inbox += done.inbox
         report.resolutions += done.resolutions
         if done.new is not None:
-            mismatches = verify_pull(self.store, done.old, done.new, dirty)
+            mismatches = verify_pulled(self.store, done.old, done.new, dirty)
             report.mismatches += [str(m) for m in mismatches]
             if mismatches:
                 report.state = "mismatch"

@@ -31,6 +31,7 @@ from ..log import ActivityLog, StatusFile, get_logger, utc_stamp
 from ..policy import Policy
 from ..settings import Settings
 from ..store.budget import BudgetReport
+from ..store.incremental import IncrementalStore
 from ..store.local import lifecycle_enabled
 from ..store.paths import CATALOG
 from .links import CommitResult, CompactLink, GitLink, OperationLink
@@ -74,6 +75,7 @@ class JobEnv:
     schedule: Schedule | None = None
     block_on_lock: bool = False  # --once: a follow waits for the lock instead of coming back later
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    incremental: IncrementalStore = field(default_factory=IncrementalStore)  # the last pass's snapshot
     wants_release: bool = False  # a follow is waiting for a distiller to release the lock
     _waiting_for: str | None = None
     _failures: set[str] = field(default_factory=set)
@@ -260,7 +262,7 @@ def follow(env: JobEnv, trigger: str) -> PassResult:
     env.wants_release = False
     env.clear_waiting()
     try:
-        report = run_follow(env.store, env.policy, env.clock, owner=env.owner)
+        report = run_follow(env.store, env.policy, env.clock, owner=env.owner, incremental=env.incremental)
     except LockHeld:
         return _wait_later(env, env.lock_state())  # a distiller started between our look and our lock
     finally:
@@ -360,7 +362,14 @@ def commit_changes(env: JobEnv, trigger: str) -> CommitResult | None:
 
 
 def reconcile(env: JobEnv, trigger: str) -> PassResult:
+    env.incremental.reset()  # by content: every file read again, every finding computed again
     result = follow(env, f"reconcile:{trigger}")
+    mismatches = env.git.verify() if env.store.is_dir() else []
+    if mismatches:
+        env.activity.write(f"BYTE MISMATCH: {_plural(len(mismatches), 'file')} differ from the last commit or "
+                           f"the ledger: {_listing(mismatches, 3)}")
+        return PassResult(False, f"full rescan: {result.summary}; {_plural(len(mismatches), 'byte mismatch')}",
+                          {**result.details, "mismatches": mismatches[:20]})
     return PassResult(result.ok, f"full rescan: {result.summary}", result.details)
 
 

@@ -143,6 +143,18 @@ class GitLink:
             link.commit = CommitResult(True, result.commit, list(result.paths))
         link.notes = list(getattr(record, "notes", []))
 
+    def verify(self) -> list[str]:
+        """The full byte check of the work tree against the last commit and the ledger (the
+        reconciliation's; a pull checks only what it changed). Mismatches, one line each."""
+        if not self.available:
+            return []
+        store, _ = self._open()
+        if store is None:
+            return []
+        from ..gitstore.verify import verify_work_tree
+
+        return [str(m) for m in verify_work_tree(store)]
+
     def has_remote(self) -> bool:
         if not self.available:
             return False

@@ -35,7 +35,7 @@ def _encoding_notes(path: str, raw: bytes) -> list[Finding]:
         found.append(note(group, "bom", path,
                           f"{path} starts with a byte-order mark, which hides its first line "
                           "(frontmatter, title) from every reader; remove the BOM"))
-    crlf = raw.count(b"\r\n")
+    crlf = raw.count(b"\r\n") if b"\r" in raw else 0
     if crlf and crlf != raw.count(b"\n"):
         found.append(note(group, "mixed-line-endings", path,
                           f"{path} mixes CRLF and LF line endings; writers keep them as they are"))

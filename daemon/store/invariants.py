@@ -259,6 +259,11 @@ def check_c2(snapshot: Snapshot) -> list[Finding]:
         found += _ledger_agrees_with_tree(snapshot, ledger)
         if catalog is not None:
             found += _catalog_freshness(catalog, ledger)
+    return found + _tree_shape(snapshot)
+
+
+def _tree_shape(snapshot: Snapshot) -> list[Finding]:
+    found: list[Finding] = []
     for path in snapshot.tier_paths:
         if snapshot.exists(archived_path(path)):
             found.append(fail("C2", "active-and-archived", path, f"path exists both active and archived: {path}"))

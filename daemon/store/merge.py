@@ -30,7 +30,7 @@ from .caps import DEFAULT_CAPS, Caps
 from .catalog import render_catalog
 from .findings import Finding
 from .fs import line_ending_of, with_line_ending
-from .invariants import check_store
+from .incremental import IncrementalStore
 from .ledger import Ledger, LedgerLine, merge_ledgers
 from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, TIERS, archived_path
 from .snapshot import snapshot_from_files
@@ -397,14 +397,18 @@ class _Merger:
                 # The same snapshot, with the new catalog: nothing parsed from it depends on the catalog.
                 merged.files.add(CATALOG)
                 merged.contents[CATALOG] = catalog
-            failing = [f for f in check_store(merged, caps) if f.severity == "fail"]
+            # Three checks of three trees that share most of their files: one incremental
+            # checker, so a file (or rule) whose inputs are the same in the next tree is not
+            # checked again. Same findings as check_store on each.
+            passes = IncrementalStore()
+            failing = [f for f in passes.check(merged, caps) if f.severity == "fail"]
             # A failure either side already had is inherited, not the merge's doing; each side is
             # checked only while some failure is still unexplained.
             for side in (self.theirs, self.ours):
                 if not failing:
                     break
                 files = {p: raw for p in side.paths() if (raw := side.get(p)) is not None}
-                before = {(f.group, f.code, f.message) for f in check_store(snapshot_from_files(root, files), caps)
+                before = {(f.group, f.code, f.message) for f in passes.check(snapshot_from_files(root, files), caps)
                           if f.severity == "fail"}
                 self.result.inherited += [f for f in failing if (f.group, f.code, f.message) in before]
                 failing = [f for f in failing if (f.group, f.code, f.message) not in before]

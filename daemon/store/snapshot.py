@@ -26,6 +26,13 @@ def c_sorted(paths: list[str]) -> list[str]:
     return sorted(paths, key=os.fsencode)
 
 
+FileStamp = tuple[int, int, int, int]
+
+
+def _stamp_of(info: os.stat_result) -> FileStamp:
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
+
+
 @dataclass(frozen=True)
 class ReadError:
     path: str
@@ -42,6 +49,9 @@ class Snapshot:
     contents: dict[str, bytes] = field(default_factory=dict)
     read_errors: list[ReadError] = field(default_factory=list)
     removed: frozenset[str] = frozenset()  # gone in the store a plan would leave (planned_snapshot)
+    # (mtime, ctime, size, inode) per file, recorded only by refresh_snapshot: what tells it that
+    # a file is unchanged since the snapshot before.
+    stamps: dict[str, FileStamp] = field(default_factory=dict)
 
     # -- file sets of the reference checker -------------------------------------------------
     @cached_property
@@ -134,7 +144,7 @@ class Snapshot:
         return Layout.NEW
 
 
-def _walk(root: Path, top: str, snapshot: Snapshot) -> None:
+def _walk(root: Path, top: str, snapshot: Snapshot, stamped: bool = False) -> None:
     pending = [top]
     while pending:
         relative = pending.pop()
@@ -154,6 +164,11 @@ def _walk(root: Path, top: str, snapshot: Snapshot) -> None:
                 pending.append(child)
             elif entry.is_file(follow_symlinks=False):
                 snapshot.files.add(child)
+                if stamped:
+                    try:
+                        snapshot.stamps[child] = _stamp_of(entry.stat(follow_symlinks=False))
+                    except OSError:
+                        pass  # gone meanwhile, or unreadable: read (and reported) as if new
 
 
 def _read(root: Path, path: str, snapshot: Snapshot) -> None:
@@ -166,6 +181,20 @@ def _read(root: Path, path: str, snapshot: Snapshot) -> None:
 
 def take_snapshot(store: Path | str) -> Snapshot:
     """Read the store at ``store``. Raises StoreError when it is not a readable directory."""
+    return _scan(store, None, stamped=False)
+
+
+def refresh_snapshot(store: Path | str, previous: Snapshot | None) -> Snapshot:
+    """Read the store again, taking from ``previous`` the bytes (and parsed models) of every file
+    whose (mtime, ctime, size, inode) is what ``previous`` recorded; every other file is read.
+
+    The result equals a ``take_snapshot`` unless a file changed without changing any of the four
+    (a rewrite of the same size within one clock tick): the daemon's scheduled full rescan,
+    which reads by content, is there for that."""
+    return _scan(store, previous, stamped=True)
+
+
+def _scan(store: Path | str, previous: Snapshot | None, stamped: bool) -> Snapshot:
     given = Path(store).expanduser()
     if not given.exists():
         raise StoreError(f"{given}: no such store directory (create it, or pass the store's path)")
@@ -179,20 +208,55 @@ def take_snapshot(store: Path | str) -> Snapshot:
             snapshot.symlinks.append(name)
         elif candidate.is_file():
             snapshot.files.add(name)
+            if stamped:
+                try:
+                    snapshot.stamps[name] = _stamp_of(candidate.stat())
+                except OSError:
+                    pass
     for top in SCANNED_DIRS:
         candidate = root / top
         if candidate.is_symlink():
             snapshot.symlinks.append(top)
         elif candidate.is_dir():
-            _walk(root, top, snapshot)
+            _walk(root, top, snapshot, stamped)
     snapshot.symlinks.sort(key=os.fsencode)
+    reusable = previous is not None and previous.root == root
+    if reusable and previous is not None and snapshot.files == previous.files and snapshot.symlinks == previous.symlinks:
+        for name in ("tier_paths", "nested_archive_paths", "archive_paths", "evidence_paths", "_symlinked_files",
+                     "layout"):
+            if name in previous.__dict__:
+                snapshot.__dict__[name] = previous.__dict__[name]  # the same files: the same lists
     wanted = [SPINE, CATALOG, LEDGER, LOCAL_SPINE]
     wanted += snapshot.tier_paths + snapshot.nested_archive_paths
     wanted += snapshot.archive_paths + snapshot.evidence_paths
+    unreadable = {error.path for error in previous.read_errors} if previous is not None else set()
     for path in wanted:
-        if path in snapshot.files and path not in snapshot.contents:
+        if path not in snapshot.files or path in snapshot.contents:
+            continue
+        if reusable and previous is not None and path not in unreadable and _unchanged(previous, snapshot, path):
+            snapshot.contents[path] = previous.contents[path]
+        else:
             _read(root, path, snapshot)
+    if reusable and previous is not None:
+        _carry_models(previous, snapshot)
     return snapshot
+
+
+def _unchanged(previous: Snapshot, current: Snapshot, path: str) -> bool:
+    stamp = current.stamps.get(path)
+    return stamp is not None and previous.stamps.get(path) == stamp and path in previous.contents
+
+
+def _carry_models(previous: Snapshot, current: Snapshot) -> None:
+    """Parsed files whose bytes were carried over are carried over too, with what they cached."""
+    cache = current._knowledge_cache
+    for path, known in previous._knowledge_cache.items():
+        if current.contents.get(path) is known.raw:
+            cache[path] = known
+    for name, path in (("spine", SPINE), ("local_spine", LOCAL_SPINE), ("ledger", LEDGER)):
+        model = previous.__dict__.get(name)
+        if model is not None and current.contents.get(path) is model.raw:
+            current.__dict__[name] = model  # a cached_property, set as it would have been
 
 
 def snapshot_from_files(root: Path, files: Mapping[str, bytes]) -> Snapshot:

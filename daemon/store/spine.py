@@ -79,7 +79,7 @@ class SpineEntry:
     def joined(self) -> str:
         return " ".join((self.first_line, *self.continuations))
 
-    @property
+    @cached_property
     def byte_len(self) -> int:
         return byte_len(self.joined)
 

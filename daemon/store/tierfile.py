@@ -47,11 +47,20 @@ class Frontmatter:
 
         No quote handling and no trailing-space trim, exactly like the reference parser.
         """
-        prefix = key + ":"
+        if ":" in key:
+            prefix = key + ":"
+            return next((line[len(prefix):].lstrip(" \t") for line in self.lines if line.startswith(prefix)), None)
+        return self._first_values.get(key)
+
+    @cached_property
+    def _first_values(self) -> dict[str, str]:
+        # A line starts with ``key:`` exactly when the text before its first colon is ``key``.
+        values: dict[str, str] = {}
         for line in self.lines:
-            if line.startswith(prefix):
-                return line[len(prefix):].lstrip(" \t")
-        return None
+            key, colon, value = line.partition(":")
+            if colon and key not in values:
+                values[key] = value.lstrip(" \t")
+        return values
 
     def has(self, key: str) -> bool:
         return self.value(key) is not None
@@ -120,53 +129,74 @@ def select_protected_lines(lines: list[str]) -> list[str]:
     return [lines[index] for index in protected_line_indexes(lines)]
 
 
-FENCE_LINE_RE = re.compile(r"^---$", re.MULTILINE)
-FIRST_HEADING_RE = re.compile(r"^#[^\n]*", re.MULTILINE)
-DASH_LINE_RE = re.compile(r"^- ", re.MULTILINE)
-PINNED_LINE_RE = re.compile(r"^lifecycle: pinned", re.MULTILINE)
+# The facts below are read from the raw bytes, each when first asked for: a check needs line
+# counts and a few frontmatter keys, the catalog a heading, the lifecycle the markers. Bytes
+# patterns give the same answers as the text ones: every byte they name is ASCII, and a
+# decoded non-ASCII byte is never one of them.
+STAMP_IN_BYTES_RE = re.compile(STAMP_IN_FILE_RE.pattern.encode())
+NON_NEGOTIABLE_BYTES_RE = re.compile(NON_NEGOTIABLE_RE.pattern.encode())
+DIRECTIVE_BYTES_RE = re.compile(DIRECTIVE_RE.pattern.encode())
+FENCE_BYTES = FENCE.encode()
 
 
-@dataclass(frozen=True)
-class _Facts:
-    """What the checks read from a file, taken in one pass over its text."""
-
-    line_count: int
-    frontmatter: Frontmatter | None
-    body_start: int
-    newest_stamp: str | None
-    first_heading: str | None
-    non_negotiable: bool
-    directives: int
-    dash_lines: int
-    pinned_line: bool  # some line starts "lifecycle: pinned": what the lossless check protects
+def _without_cr(raw: bytes) -> bytes:
+    """The bytes the CR-blind views read (``tr -d '\\r'``)."""
+    return raw.replace(b"\r", b"") if b"\r" in raw else raw
 
 
-def _read_facts(text: str) -> _Facts:
-    flat = text.replace("\r", "")
-    line_count = flat.count("\n") + (1 if flat and not flat.endswith("\n") else 0)
-    frontmatter: Frontmatter | None = None
-    body_start = 0
-    if flat == FENCE or flat.startswith(FENCE + "\n"):
-        fence = FENCE_LINE_RE.search(flat, len(FENCE) + 1)
-        block = flat[len(FENCE) + 1:fence.start() if fence else len(flat)]
-        head = block.split("\n")
-        if head and head[-1] == "":
-            head.pop()
-        frontmatter = Frontmatter(tuple(head), closed=fence is not None)
-        body_start = len(head) + (2 if fence else 1)
-    stamps = STAMP_IN_FILE_RE.findall(flat)
-    heading = FIRST_HEADING_RE.search(flat)
-    return _Facts(
-        line_count=line_count,
-        frontmatter=frontmatter,
-        body_start=body_start,
-        newest_stamp=max(stamps) if stamps else None,
-        first_heading=heading.group(0) if heading else None,
-        non_negotiable=NON_NEGOTIABLE_RE.search(text) is not None,
-        directives=len(DIRECTIVE_RE.findall(text)),
-        dash_lines=len(DASH_LINE_RE.findall(flat)),
-        pinned_line=PINNED_LINE_RE.search(flat) is not None,
-    )
+def _cr_blind_text_bytes(raw: bytes) -> tuple[bytes, str]:
+    """CR-free bytes that decode (with the error mode returned) to exactly the text the checker
+    reads: the file decoded first, then its CRs dropped. A CR inside a multi-byte sequence must
+    not join its halves into a character, so with CRs present the text takes a round trip."""
+    if b"\r" not in raw:
+        return raw, "surrogateescape"
+    return decode(raw).replace("\r", "").encode("utf-8", "surrogatepass"), "surrogatepass"
+
+
+def _count_lines(flat: bytes) -> int:
+    return flat.count(b"\n") + (1 if flat and not flat.endswith(b"\n") else 0)
+
+
+def _closing_fence(flat: bytes) -> int | None:
+    """Offset of the first line exactly ``---`` after line 1, or None."""
+    second = len(FENCE_BYTES) + 1
+    if flat.startswith(FENCE_BYTES, second) and flat[second + 3:second + 4] in (b"", b"\n"):
+        return second
+    inside = flat.find(b"\n" + FENCE_BYTES + b"\n", second)
+    if inside >= 0:
+        return inside + 1
+    if flat.endswith(b"\n" + FENCE_BYTES) and len(flat) - len(FENCE_BYTES) > second:
+        return len(flat) - len(FENCE_BYTES)
+    return None
+
+
+def _read_frontmatter(raw: bytes) -> tuple[Frontmatter | None, int]:
+    """The frontmatter as the checker reads it, and the index of the first body line."""
+    flat, errors = _cr_blind_text_bytes(raw)
+    if not (flat == FENCE_BYTES or flat.startswith(FENCE_BYTES + b"\n")):
+        return None, 0
+    fence = _closing_fence(flat)
+    head = flat[len(FENCE_BYTES) + 1:fence if fence is not None else len(flat)].decode("utf-8", errors).split("\n")
+    if head and head[-1] == "":
+        head.pop()
+    return Frontmatter(tuple(head), closed=fence is not None), len(head) + (2 if fence is not None else 1)
+
+
+def _first_heading(raw: bytes) -> str | None:
+    flat, errors = _cr_blind_text_bytes(raw)
+    if flat.startswith(b"#"):
+        start = 0
+    else:
+        start = flat.find(b"\n#") + 1
+        if start == 0:
+            return None
+    end = flat.find(b"\n", start)
+    return flat[start:end if end >= 0 else len(flat)].decode("utf-8", errors)
+
+
+def _starts_a_line(flat: bytes, prefix: bytes) -> int:
+    """How many lines start with ``prefix`` (a multiline ``^prefix`` count, without the regex)."""
+    return flat.startswith(prefix) + flat.count(b"\n" + prefix)
 
 
 class KnowledgeFile:
@@ -179,7 +209,7 @@ class KnowledgeFile:
     @property
     def text(self) -> str:
         # Decoded on demand and not kept: a 10,000-file store would otherwise hold every file
-        # three times (bytes, text, lines). What the checks need is kept in ``_facts``.
+        # three times (bytes, text, lines). The few facts the checks need are cached one by one.
         return decode(self.raw)
 
     @cached_property
@@ -187,8 +217,8 @@ class KnowledgeFile:
         return split_lines(self.text)
 
     @cached_property
-    def _facts(self) -> _Facts:
-        return _read_facts(self.text)
+    def _frontmatter_and_body(self) -> tuple[Frontmatter | None, int]:
+        return _read_frontmatter(self.raw)
 
     @property
     def size(self) -> int:
@@ -196,39 +226,47 @@ class KnowledgeFile:
 
     @property
     def line_count(self) -> int:
-        return self._facts.line_count
+        return self._line_count
 
     @property
     def frontmatter(self) -> Frontmatter:
-        found = self._facts.frontmatter
+        found = self._frontmatter_and_body[0]
         return found if found is not None else NO_FRONTMATTER
 
     @property
     def has_frontmatter(self) -> bool:
-        return self._facts.frontmatter is not None
+        return self._frontmatter_and_body[0] is not None
 
     @property
     def body_lines(self) -> list[str]:
-        return self.lines[self._facts.body_start:]
+        return self.lines[self._frontmatter_and_body[1]:]
 
     def fm(self, key: str) -> str | None:
         return self.frontmatter.value(key)
 
-    @property
+    @cached_property
+    def _line_count(self) -> int:
+        return _count_lines(_without_cr(self.raw))
+
+    @cached_property
     def newest_stamp(self) -> str | None:
         """The activity stamp: the newest ``last_validated:``/``last_updated:`` date anywhere."""
-        return self._facts.newest_stamp
+        raw = self.raw
+        if b"last_" not in raw:
+            return None
+        stamps = STAMP_IN_BYTES_RE.findall(_without_cr(raw))
+        return decode(max(stamps)) if stamps else None
 
     @property
     def pinned(self) -> bool:
         """Pinned as the catalog and C2 read it: the frontmatter value is exactly ``pinned``."""
         return self.fm("lifecycle") == "pinned"
 
-    @property
+    @cached_property
     def looks_pinned(self) -> bool:
         """Pinned by any reading (a trailing blank, or a ``lifecycle: pinned`` line anywhere):
         the lifecycle never moves such a file, since C4 would count the move as a loss."""
-        return self.pinned or self._facts.pinned_line
+        return self.pinned or _starts_a_line(_without_cr(self.raw), b"lifecycle: pinned") > 0
 
     @property
     def oversize_reason(self) -> str | None:
@@ -241,16 +279,16 @@ class KnowledgeFile:
     @cached_property
     def scope(self) -> str:
         """The catalog's second column: ``scope:``, else the first heading, else ``(no scope)``."""
-        value = self.fm("scope") or trim((self._facts.first_heading or "").lstrip("#"))
+        value = self.fm("scope") or trim((_first_heading(self.raw) or "").lstrip("#"))
         return escape_free_text(value) if value else "(no scope)"
 
-    @property
+    @cached_property
     def has_non_negotiable(self) -> bool:
-        return self._facts.non_negotiable
+        return b"[NON-NEGOTIABLE" in self.raw and NON_NEGOTIABLE_BYTES_RE.search(self.raw) is not None
 
-    @property
+    @cached_property
     def directive_count(self) -> int:
-        return self._facts.directives
+        return len(DIRECTIVE_BYTES_RE.findall(self.raw)) if b"[DIRECTIVE" in self.raw else 0
 
     @cached_property
     def sha256(self) -> str:
@@ -266,7 +304,7 @@ class KnowledgeFile:
 
     def dash_entry_count(self) -> int:
         """Lines starting ``- ``: the catalog's entry count for an evidence twin."""
-        return self._facts.dash_lines
+        return _starts_a_line(_without_cr(self.raw), b"- ")
 
 
 # -- edits (pure: bytes in, bytes out; every other line and ending kept) --------------------

@@ -42,10 +42,11 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE.parent / "engine")]
+sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "engine")]
 
 import distilld.engine.gc as engine_gc
 import distilld.engine.restore as engine_restore
+from benchutil import load_average
 from builders import EM, KESTREL_ENTRY, healthy_store
 from distilld.engine.journal import all_manifests
 from distilld.engine.restore import plan_restore
@@ -368,7 +369,7 @@ def main() -> int:
     base = options.seed if options.seed is not None else random.SystemRandom().randrange(1_000_000)
     seeds = [options.only] if options.only is not None else [base + i for i in range(options.runs)]
     if options.only is None:
-        print(f"base seed {base} ({len(seeds)} runs)", flush=True)
+        print(f"base seed {base} ({len(seeds)} runs); {load_average()}", flush=True)
     failures: list[tuple[int, str, str]] = []
     kinds: Counter[str] = Counter()
     started = time.monotonic()

@@ -20,9 +20,11 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchutil import MIN_RUNS, Sample, header, run_call  # noqa: E402
 from storegen import generate_store  # noqa: E402
 
 from distilld.engine.context import PassContext  # noqa: E402
@@ -35,13 +37,12 @@ from distilld.store.snapshot import take_snapshot  # noqa: E402
 LATER = datetime(2028, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
 
 
-def plan_at(root: Path) -> tuple[float, float, GcPlan]:
-    started = time.perf_counter()
-    snapshot = take_snapshot(root)
-    read = time.perf_counter() - started
-    started = time.perf_counter()
-    plan = plan_gc(snapshot, LATER.date(), "2028-01-01T12:00:00Z", 90, ("projects",))
-    return read, time.perf_counter() - started, plan
+def plan_at(root: Path) -> tuple[Sample, Sample, GcPlan]:
+    found: list[Any] = []
+    read = run_call(lambda: found.append(take_snapshot(root)))
+    planned = run_call(lambda: found.append(plan_gc(found[0], LATER.date(), "2028-01-01T12:00:00Z", 90,
+                                                    ("projects",))))
+    return read, planned, found[1]
 
 
 def first_moves(plan: GcPlan, count: int) -> GcPlan:
@@ -56,19 +57,21 @@ def first_moves(plan: GcPlan, count: int) -> GcPlan:
 
 
 def bench_plan(scales: list[int]) -> None:
-    print("plan_gc (snapshot read separately; median of 3)")
-    print(f"{'scale':>6} {'tier files':>10} {'read':>9} {'plan':>9} {'moves':>6} {'skipped':>8}  target")
+    header("plan_gc (snapshot read separately; wall, CPU in brackets)", MIN_RUNS)
+    print(f"{'scale':>6} {'tier files':>10} {'read':>9} {'plan':>9} {'(plan CPU)':>10} {'moves':>6} {'skipped':>8}  target")
     for scale in scales:
         with tempfile.TemporaryDirectory() as scratch:
             root = Path(scratch) / "store"
             generate_store(root, scale=scale, layout="migrated")
-            runs = [plan_at(root) for _ in range(3)]
-            read = statistics.median(r[0] for r in runs)
-            planned = statistics.median(r[1] for r in runs)
+            plan_at(root)  # warm-up
+            runs = [plan_at(root) for _ in range(MIN_RUNS)]
+            read = statistics.median(r[0].wall for r in runs)
+            planned = statistics.median(r[1].wall for r in runs)
+            planned_cpu = statistics.median(r[1].cpu for r in runs)
             plan = runs[0][2]
             files = len(take_snapshot(root).tier_paths)
             verdict = f"< 2 s: {'ok' if planned < 2 else 'MISSED'}" if scale == 100 else ""
-            print(f"{scale:>5}x {files:>10} {read * 1000:>7.0f}ms {planned * 1000:>7.0f}ms "
+            print(f"{scale:>5}x {files:>10} {read * 1000:>7.0f}ms {planned * 1000:>7.0f}ms {planned_cpu * 1000:>8.0f}ms "
                   f"{len(plan.moves):>6} {len(plan.skipped):>8}  {verdict}")
 
 

@@ -1,15 +1,22 @@
-"""Benchmark the git-backed store on a large synthetic store. Not collected by pytest; run it by hand.
+"""Benchmark the git-backed store against the git command line, in the same run. Not collected by
+pytest; run it by hand.
 
-    python tests/benchmarks/bench_git.py              # the 100x store, 20 rounds each
-    python tests/benchmarks/bench_git.py --scale 10 --rounds 50
+    python tests/benchmarks/bench_git.py --scale 100 --stores /tmp/stores     # copies /tmp/stores/x100
+    python tests/benchmarks/bench_git.py --scale 10 --rounds 7                # generates the store
 
-Measures, in a temporary folder with a local bare remote:
-* a one-operation commit (three paths: a tier file, the ledger and the SPINE) through
-  distilld's private index and compare-and-swap (target: under 50 ms at 100x);
-* a sync with nothing to do against the local remote (target: under 100 ms at 100x);
-* the same one-path commit through the git command line (`git commit --only`) against pygit2,
-  reported as a ratio;
-* for reference: committing agents' changes (one file), which needs a status scan.
+Every figure is CPU (user+sys) and wall time, the median of ``--rounds`` runs (at least 5) after a
+warm-up, interleaved with its baseline, which is the git CLI doing the same thing:
+
+* ``init`` (the first commit of the whole store) vs ``git init && git add -A && git commit``, each
+  on a fresh copy of the store (``--init-runs``, default 1 at 100x: it is the slow one). Ratios of
+  git work are of wall time: distilld's own ``git gc`` child is not in this process's CPU;
+* a one-operation commit of 3 paths (a tier file, the ledger, the SPINE) vs ``git commit --only``
+  of the same paths; a 1-path commit likewise (target: pygit2 / git CLI <= 0.5);
+* a sync with nothing to do vs ``git fetch`` with nothing to fetch;
+* a diverged sync (fetch, merge in memory, catalog, checks, push) vs ``git pull --no-rebase``
+  of a like divergence in plain clones;
+* a second machine joining vs ``git clone --no-local`` of the same remote.
+
 git and libgit2 read no configuration from this machine (an empty HOME, GIT_CONFIG_NOSYSTEM).
 """
 
@@ -17,135 +24,246 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-import pygit2
-from distilld.actions.sync import run_init
-from distilld.gitstore.commit import Identity, commit_agent_changes, commit_operation
-from distilld.gitstore.repo import open_store
-from distilld.gitstore.sync import sync_store
-from distilld.policy import load_policy
-from pygit2.enums import ConfigLevel
-from storegen import generate_store
+import pygit2  # noqa: E402
+from benchutil import Sample, Series, describe, header, interleaved, ratio, row, run_call, run_child  # noqa: E402
+from pygit2.enums import ConfigLevel  # noqa: E402
+from storegen import generate_store  # noqa: E402
+
+from distilld.actions.sync import run_init  # noqa: E402
+from distilld.gitstore.commit import Identity, commit_operation  # noqa: E402
+from distilld.gitstore.repo import open_store  # noqa: E402
+from distilld.gitstore.sync import sync_store  # noqa: E402
+from distilld.policy import load_policy  # noqa: E402
 
 NOW = datetime(2027, 1, 15, 12, 0, 0, tzinfo=UTC)
 IDENTITY = Identity("bench", "bench@localhost")
-
-
-def median_ms(samples: list[float]) -> str:
-    return f"median {statistics.median(samples) * 1000:.1f} ms (min {min(samples) * 1000:.1f}, " \
-           f"max {max(samples) * 1000:.1f}, n={len(samples)})"
-
-
-def timed(action: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
 
 
 def no_lock() -> AbstractContextManager[object]:
     return nullcontext()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=20)
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="distilld-bench-git-") as temp:
-        base = Path(temp)
+class Bench:
+    def __init__(self, base: Path, scale: int, stores: Path | None) -> None:
+        self.base, self.scale = base, scale
         home = base / "home"
         home.mkdir()
         for level in (ConfigLevel.GLOBAL, ConfigLevel.XDG, ConfigLevel.SYSTEM):
             pygit2.settings.search_path[level] = str(home)
         os.environ.update({"HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"})  # for distilld's own `git gc`
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
-               "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
-               "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
-        store, origin = base / "store", base / "origin.git"
-        started = time.perf_counter()
-        shape = generate_store(store, args.scale, layout="migrated")
-        print(f"store at {args.scale}x: {shape.get('files_total', '?')} files, {shape.get('bytes_total', 0) // 1_000_000} MB, generated in "
-              f"{time.perf_counter() - started:.1f} s")
+        self.env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
+                    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+                    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost",
+                    # no background `git gc --auto` under the baseline's feet (or the folder's removal)
+                    "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "gc.auto", "GIT_CONFIG_VALUE_0": "0"}
+        self.pristine = base / "pristine"
+        if stores is not None:
+            shutil.copytree(stores / f"x{scale}", self.pristine, symlinks=True)
+        else:
+            generate_store(self.pristine, scale, layout="migrated")
+        self.copies = 0
+        self.policy = load_policy()
+
+    def copy(self) -> Path:
+        self.copies += 1
+        target = self.base / f"copy-{self.copies}"
+        shutil.copytree(self.pristine, target, symlinks=True)
+        return target
+
+    def git(self, *args: str, cwd: Path | None = None) -> Sample:
+        return run_child(["git", *args], env=self.env, cwd=cwd)
+
+    def git_quiet(self, *args: str, cwd: Path | None = None) -> None:
+        subprocess.run(["git", *args], env=self.env, cwd=cwd, check=True, capture_output=True)
+
+
+def wait_for_gc(store: Path) -> None:
+    """distilld's init leaves `git gc --auto` packing in the background, as git does: let it finish
+    (untimed) before the next measurement, or it runs under it."""
+    pid = store / ".git" / "gc.pid"
+    deadline = time.monotonic() + 900
+    time.sleep(0.5)
+    while pid.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def append(path: Path, text: str) -> None:
+    with open(path, "ab") as handle:
+        handle.write(text.encode())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--init-runs", type=int, default=None, help="init and join runs (default 5, 1 at 100x)")
+    parser.add_argument("--stores", type=Path, help="a folder holding x<scale> stores to copy instead of generating")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: init,commit,sync,diverged,join")
+    args = parser.parse_args(argv)
+    skip = set(filter(None, args.skip.split(",")))
+    slow_runs = args.init_runs if args.init_runs is not None else (1 if args.scale >= 100 else 5)
+    with tempfile.TemporaryDirectory(prefix="distilld-bench-git-") as temp:
+        bench = Bench(Path(temp), args.scale, args.stores)
+        header(f"git work on the x{args.scale} store, against the git CLI", args.rounds)
+        x = f"x{args.scale}"
+
+        # -- init ------------------------------------------------------------------------------
+        if "init" not in skip:
+            found = interleaved_slow(bench, slow_runs)
+            for series in found.values():
+                print(f"    {describe(series)}")
+            r = ratio(found["ours"], found["cli"], wall=True)
+            row(f"`init` (first commit of the whole store, {x}), distilld / git CLI (wall, n={slow_runs})",
+                f"{found['ours'].wall:.1f} s vs {found['cli'].wall:.1f} s = {r:.2f}", "<= 1.5", r <= 1.5)
+        store = bench.copy()
+        origin = bench.base / "origin.git"
         pygit2.init_repository(str(origin), bare=True, initial_head="main")
-        policy = load_policy()
-        started = time.perf_counter()
-        run_init(store, policy, lambda: NOW, remote_url=str(origin), identity=IDENTITY)
-        print(f"init (first commit of the whole store, then git gc --auto): {time.perf_counter() - started:.1f} s")
+        run_init(store, bench.policy, lambda: NOW, remote_url=str(origin), identity=IDENTITY)
+        wait_for_gc(store)
         repo_store = open_store(store)
         signature = IDENTITY.signature(NOW)
-        sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)  # first push
+        sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)  # the first push
 
-        tier = next(p for p in sorted((store / "projects").glob("*.md")))
-        paths = [tier.relative_to(store).as_posix(), "archive/LEDGER.md", "SPINE.md"]
-        commits: list[float] = []
-        for n in range(args.rounds):
-            for path in paths:
-                with open(store / path, "ab") as handle:
-                    handle.write(f"<!-- bench {n} -->\n".encode())
-            commits.append(timed(lambda n=n: commit_operation(repo_store, "bench", paths, "bench: one operation",
-                                                              signature, f"bench-{n}")))
-        sizes = ", ".join(f"{p} {(store / p).stat().st_size // 1024} KiB" for p in paths)
-        print(f"one-operation commit, 3 paths ({sizes}): {median_ms(commits)}")
+        # -- commits ----------------------------------------------------------------------------
+        if "commit" not in skip:
+            tier = sorted((store / "projects").glob("*.md"))[0].relative_to(store).as_posix()
+            three = [tier, "archive/LEDGER.md", "SPINE.md"]
+            counter = iter(range(1_000_000))
 
-        sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)  # push those, so the next ones are no-ops
-        noops: list[float] = []
-        for _ in range(args.rounds):
-            noops.append(timed(lambda: sync_store(open_store(store), lambda: NOW, IDENTITY, no_lock)))
-        report = sync_store(open_store(store), lambda: NOW, IDENTITY, no_lock)
-        assert report.state == "up-to-date", report
-        print(f"sync with nothing to do (local bare remote): {median_ms(noops)}")
+            def ours(paths: list[str]) -> Sample:
+                n = next(counter)
+                for path in paths:
+                    append(store / path, f"<!-- pygit2 {n} -->\n")
+                return run_call(lambda: commit_operation(repo_store, "bench", paths, "bench: pygit2", signature,
+                                                         f"p-{n}"))
 
-        one = paths[0]
-        ours: list[float] = []
-        cli: list[float] = []
-        for n in range(args.rounds):
-            with open(store / one, "ab") as handle:
-                handle.write(f"<!-- pygit2 {n} -->\n".encode())
-            ours.append(timed(lambda n=n: commit_operation(repo_store, "bench", [one], "bench: pygit2", signature,
-                                                           f"p-{n}")))
-            with open(store / one, "ab") as handle:
-                handle.write(f"<!-- cli {n} -->\n".encode())
-            cli.append(timed(lambda: subprocess.run(["git", "commit", "-q", "--only", "-m", "bench: cli", "--", one],
-                                                    cwd=store, env=env, check=True)))
-        print(f"one-operation commit, 1 tier file ({one}): {median_ms(ours)}")
-        print(f"the same 1-path commit, git CLI (`git commit --only`): {median_ms(cli)}")
-        print(f"ratio git CLI / pygit2: {statistics.median(cli) / statistics.median(ours):.1f}x")
+            def cli(paths: list[str]) -> Sample:
+                n = next(counter)
+                for path in paths:
+                    append(store / path, f"<!-- cli {n} -->\n")
+                return bench.git("commit", "-q", "--only", "-m", "bench: cli", "--", *paths, cwd=store)
 
-        captures: list[float] = []
-        for n in range(args.rounds):
-            with open(store / one, "ab") as handle:
-                handle.write(f"<!-- agent {n} -->\n".encode())
-            captures.append(timed(lambda n=n: commit_agent_changes(repo_store, signature, f"a-{n}", time.time())))
-        print(f"agents' changes commit (status scan + one path): {median_ms(captures)}")
+            found = interleaved({"3 paths, distilld": lambda: ours(three), "3 paths, git commit --only":
+                                 lambda: cli(three), "1 path, distilld": lambda: ours([tier]),
+                                 "1 path, git commit --only": lambda: cli([tier])}, args.rounds)
+            for series in found.values():
+                print(f"    {describe(series)}")
+            sizes = ", ".join(f"{p} {(store / p).stat().st_size // 1024} KiB" for p in three)
+            print(f"    (the 3 paths: {sizes})")
+            three_ours = found["3 paths, distilld"]
+            row(f"one-operation commit, 3 paths ({x}), wall", f"{three_ours.wall * 1000:.0f} ms "
+                f"(min {three_ours.min_wall * 1000:.0f}; CPU {three_ours.cpu * 1000:.0f} ms; "
+                f"{ratio(three_ours, found['3 paths, git commit --only'], wall=True):.2f}x git CLI)",
+                "<= 30 ms, flat in store size", three_ours.wall <= 0.030)
+            one = ratio(found["1 path, distilld"], found["1 path, git commit --only"], wall=True)
+            row(f"1-path commit, distilld (pygit2) / `git commit --only` ({x}), wall", f"{one:.2f}", "<= 0.5",
+                one <= 0.5)
+            sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)  # push them: the next syncs are no-ops
 
-        sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)
-        other = base / "other"
-        started = time.perf_counter()
-        run_init(other, policy, lambda: NOW, remote_url=str(origin), identity=Identity("other", "o@localhost"))
-        print(f"a second machine joins (fetch and first checkout of the whole store): "
-              f"{time.perf_counter() - started:.1f} s")
-        with open(store / one, "ab") as handle:
-            handle.write(b"<!-- edited on the first machine -->\n")
-        with open(other / one, "ab") as handle:
-            handle.write(b"<!-- edited on the second machine -->\n")
-        sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)
-        started = time.perf_counter()
-        merged = sync_store(open_store(other), lambda: NOW, Identity("other", "o@localhost"), no_lock)
-        print(f"a diverged sync (merge in memory, catalog rebuilt, C1-C3 on three trees, push): "
-              f"{time.perf_counter() - started:.1f} s ({merged.state}, {merged.integration}, "
-              f"{len(merged.inbox)} inbox item)")
+        # -- no-op sync -------------------------------------------------------------------------
+        if "sync" not in skip:
+            found = interleaved({
+                "distilld sync, nothing to do": lambda: run_call(
+                    lambda: sync_store(open_store(store), lambda: NOW, IDENTITY, no_lock)),
+                "git fetch, nothing to fetch": lambda: bench.git("fetch", "-q", "origin", cwd=store),
+            }, args.rounds)
+            report = sync_store(open_store(store), lambda: NOW, IDENTITY, no_lock)
+            assert report.state == "up-to-date", report
+            for series in found.values():
+                print(f"    {describe(series)}")
+            noop = found["distilld sync, nothing to do"]
+            row(f"no-op sync ({x}), wall", f"{noop.wall * 1000:.0f} ms (min {noop.min_wall * 1000:.0f}; "
+                f"{ratio(noop, found['git fetch, nothing to fetch'], wall=True):.2f}x git fetch)", "<= 50 ms",
+                noop.wall <= 0.050)
+
+        # -- joining ----------------------------------------------------------------------------
+        other = bench.base / "other"
+        if "join" not in skip:
+            joins, clones = Series("distilld init --remote (join)"), Series("git clone")
+            for n in range(slow_runs):
+                target, plain = bench.base / f"join-{n}", bench.base / f"clone-{n}"
+                joins.samples.append(run_call(lambda: run_init(target, bench.policy, lambda: NOW,
+                                                               remote_url=str(origin),
+                                                               identity=Identity("other", "o@localhost"))))
+                wait_for_gc(target)
+                # --no-local: a clone from a local path would hardlink the object files, which no
+                # clone from another machine can do; this is the transfer a real remote makes.
+                clones.samples.append(bench.git("clone", "-q", "--no-local", str(origin), str(plain)))
+                if n:
+                    shutil.rmtree(target, ignore_errors=True)
+                else:
+                    target.rename(other)
+                shutil.rmtree(plain, ignore_errors=True)
+            for series in (joins, clones):
+                print(f"    {describe(series)}")
+            r = ratio(joins, clones, wall=True)
+            row(f"second machine joins ({x}), distilld / git clone (wall, n={slow_runs})",
+                f"{joins.wall:.1f} s vs {clones.wall:.1f} s = {r:.2f}", "<= 1.5", r <= 1.5)
+        elif not other.exists():
+            run_init(other, bench.policy, lambda: NOW, remote_url=str(origin), identity=Identity("other", "o@l"))
+
+        # -- diverged sync ----------------------------------------------------------------------
+        if "diverged" not in skip:
+            plain_origin = bench.base / "plain-origin.git"
+            left, right = bench.base / "plain-left", bench.base / "plain-right"
+            bench.git_quiet("clone", "-q", "--bare", "--no-local", str(origin), str(plain_origin))
+            bench.git_quiet("clone", "-q", "--no-local", str(plain_origin), str(left))
+            bench.git_quiet("clone", "-q", "--no-local", str(plain_origin), str(right))
+            one = sorted((store / "projects").glob("*.md"))[1].relative_to(store).as_posix()
+            spare = sorted((store / "craft").glob("*.md"))[0].relative_to(store).as_posix()
+            ours_series, cli_series = Series("distilld sync, diverged"), Series("git pull --no-rebase, diverged")
+            for n in range(args.rounds + 1):
+                append(store / one, f"<!-- first machine {n} -->\n")
+                append(other / spare, f"<!-- second machine {n} -->\n")
+                sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)
+                sample = run_call(lambda: sync_store(open_store(other), lambda: NOW, Identity("other", "o@l"),
+                                                     no_lock))
+                append(left / one, f"<!-- left {n} -->\n")
+                bench.git_quiet("commit", "-q", "-am", "left", cwd=left)
+                bench.git_quiet("push", "-q", "origin", "HEAD:main", cwd=left)
+                append(right / spare, f"<!-- right {n} -->\n")
+                bench.git_quiet("commit", "-q", "-am", "right", cwd=right)
+                cli_sample = bench.git("pull", "-q", "--no-rebase", "--no-edit", "origin", "main", cwd=right)
+                bench.git_quiet("push", "-q", "origin", "HEAD:main", cwd=right)
+                bench.git_quiet("pull", "-q", "--no-rebase", "--no-edit", "origin", "main", cwd=left)
+                sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)
+                sync_store(open_store(other), lambda: NOW, Identity("other", "o@l"), no_lock)
+                if n:
+                    ours_series.samples.append(sample)
+                    cli_series.samples.append(cli_sample)
+            for series in (ours_series, cli_series):
+                print(f"    {describe(series)}")
+            target = 0.5 if args.scale <= 10 else 5.0
+            row(f"diverged sync (merge, catalog, checks, push) ({x}), wall",
+                f"{ours_series.wall:.2f} s ({ratio(ours_series, cli_series, wall=True):.1f}x git pull)",
+                f"<= {target} s", ours_series.wall <= target)
     return 0
+
+
+def interleaved_slow(bench: Bench, runs: int) -> dict[str, Series]:
+    ours, cli = Series("distilld init (adopt, first commit; git gc --auto in the background)"), Series("git init && add -A && commit")
+    for _ in range(runs):
+        store, plain = bench.copy(), bench.copy()
+        ours.samples.append(run_call(lambda: run_init(store, bench.policy, lambda: NOW, identity=IDENTITY)))
+        wait_for_gc(store)
+        parts = [bench.git("init", "-q", "-b", "main", cwd=plain), bench.git("add", "-A", cwd=plain),
+                 bench.git("commit", "-q", "-m", "init", cwd=plain)]
+        cli.samples.append(Sample(sum(p.cpu for p in parts), sum(p.wall for p in parts)))
+        shutil.rmtree(store, ignore_errors=True)
+        shutil.rmtree(plain, ignore_errors=True)
+    return {"ours": ours, "cli": cli}
 
 
 if __name__ == "__main__":

@@ -14,29 +14,25 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from distilld.engine.lock import StoreLock, lock_status
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchutil import MIN_RUNS, header, run_call  # noqa: E402
+
+from distilld.engine.lock import StoreLock, lock_status  # noqa: E402
 
 
 def measure(label: str, iterations: int, operation: Callable[[], object]) -> None:
     operation()  # warm-up: creates .lock.takeover and .status, fills the page cache
-    samples: list[float] = []
-    for _ in range(iterations):
-        started = time.perf_counter()
-        operation()
-        samples.append(time.perf_counter() - started)
-    samples.sort()
-    mean = statistics.fmean(samples)
-    p50 = samples[len(samples) // 2]
-    p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
-    print(
-        f"{label:<34} mean {mean * 1e6:9.1f} us   p50 {p50 * 1e6:9.1f} us   "
-        f"p99 {p99 * 1e6:9.1f} us   ({iterations} runs)"
-    )
+    samples = [run_call(operation) for _ in range(max(iterations, MIN_RUNS))]
+    walls = sorted(s.wall for s in samples)
+    p99 = walls[min(len(walls) - 1, int(len(walls) * 0.99))]
+    print(f"{label:<34} wall median {statistics.median(walls) * 1e6:9.1f} us   p99 {p99 * 1e6:9.1f} us   "
+          f"CPU median {statistics.median(s.cpu for s in samples) * 1e6:9.1f} us   ({len(samples)} runs)")
 
 
 def run(root: Path, iterations: int) -> None:
@@ -60,7 +56,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, help="parent directory for the temp store")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-lock-", dir=args.dir) as tmp:
-        print(f"store: {tmp}")
+        header(f"the store lock (store: {tmp})", args.iterations)
         run(Path(tmp), args.iterations)
 
 

@@ -40,6 +40,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from benchutil import load_average  # noqa: E402
 MB = 1024 * 1024
 TARGET_1X_MS = 100.0
 TARGET_100X_S = 3.0
@@ -91,9 +94,12 @@ def measure(root: Path, repeat: int, with_c4: bool) -> dict[str, Any]:
     del findings, catalog_text
 
     parts: list[tuple[float, float, float]] = []
+    cpus: list[float] = []
     for _ in range(repeat):
         gc.collect()
+        cpu = time.process_time()
         snap_s, check_s, cat_s, found, text = one_pass()
+        cpus.append(time.process_time() - cpu)
         del found, text
         parts.append((snap_s, check_s, cat_s))
     totals = [sum(p) for p in parts]
@@ -109,6 +115,7 @@ def measure(root: Path, repeat: int, with_c4: bool) -> dict[str, Any]:
         "files": files,
         "store_bytes": sum(p.stat().st_size for p in root.rglob("*") if p.is_file()),
         "median_s": statistics.median(totals),
+        "median_cpu_s": statistics.median(cpus),
         "min_s": min(totals),
         "max_s": max(totals),
         "median_snapshot_s": statistics.median(p[0] for p in parts),
@@ -189,7 +196,9 @@ def verdict(ok: bool) -> str:
 
 def report(results: list[dict[str, Any]], repeat: int) -> None:
     base = next((r for r in results if r["scale"] == 1), None)
-    print(f"\ndistilld read+check+catalog (migrated store, median of {repeat}, warm, in-process)\n")
+    print(f"\ndistilld read+check+catalog (migrated store, median of {repeat}, warm, in-process)")
+    print(f"  {load_average()}; CPU (user+sys) medians: "
+          + ", ".join(f"{r['scale']}x {r['median_cpu_s'] * 1000:.0f} ms" for r in results) + "\n")
     header = (
         f"{'scale':>5} {'files':>6} {'store':>8} {'median':>9} {'snap':>8} {'check':>8} {'catalog':>8} "
         f"{'x vs 1x':>8} {'growth':>6} {'tm peak':>8} {'max RSS':>8}  target"
@@ -270,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         "--scales", default="1,10,100", help="comma-separated scale factors (default 1,10,100)"
     )
     parser.add_argument(
-        "--repeat", type=int, default=5, help="timed repetitions per scale (default 5)"
+        "--repeat", type=int, default=5, help="timed repetitions per scale (default 5, after a warm-up)"
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(

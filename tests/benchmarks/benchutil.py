@@ -1,0 +1,121 @@
+"""What every benchmark under tests/benchmarks/ measures, and how it reports it.
+
+A sample is CPU time (user+sys) and wall time. Child processes are measured with ``os.wait4``
+(their own rusage, nothing of ours); in-process calls with ``time.process_time``. Candidates of
+one comparison run interleaved, round by round, after a warm-up round, so that a load spike on the
+shared machine hits all of them alike; the figures are medians of the rounds, and a ratio is
+always against a baseline measured in the same run. The load average is printed with every
+table, since absolute times on a loaded machine mean little on their own.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MIN_RUNS = 5
+
+
+@dataclass(frozen=True)
+class Sample:
+    cpu: float  # user + sys seconds
+    wall: float
+
+
+@dataclass
+class Series:
+    name: str
+    samples: list[Sample] = field(default_factory=list)
+
+    @property
+    def cpu(self) -> float:
+        return statistics.median(s.cpu for s in self.samples)
+
+    @property
+    def wall(self) -> float:
+        return statistics.median(s.wall for s in self.samples)
+
+    @property
+    def min_wall(self) -> float:
+        return min(s.wall for s in self.samples)
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
+def run_child(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | str | None = None,
+              ok_codes: tuple[int, ...] = (0,)) -> Sample:
+    """Run a command to its end; its own CPU (user+sys, from wait4) and wall time."""
+    started = time.perf_counter()
+    child = subprocess.Popen(list(argv), env=dict(env) if env is not None else None, cwd=cwd,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    errors = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    child.stderr.close()
+    if child.returncode not in ok_codes:
+        raise RuntimeError(f"{' '.join(argv)} exited {child.returncode}:\n{errors.decode(errors='replace')}")
+    return Sample(usage.ru_utime + usage.ru_stime, wall)
+
+
+def run_call(action: Callable[[], object]) -> Sample:
+    """Run a function in this process; the CPU and wall time it took."""
+    cpu, started = time.process_time(), time.perf_counter()
+    action()
+    return Sample(time.process_time() - cpu, time.perf_counter() - started)
+
+
+def interleaved(candidates: Mapping[str, Callable[[], Sample]], runs: int = MIN_RUNS,
+                warmup: int = 1) -> dict[str, Series]:
+    """Each candidate once per round, the order rotated every round; ``warmup`` rounds dropped."""
+    runs = max(runs, MIN_RUNS)
+    names = list(candidates)
+    series = {name: Series(name) for name in names}
+    for round_number in range(warmup + runs):
+        shift = round_number % len(names)
+        for name in names[shift:] + names[:shift]:
+            sample = candidates[name]()
+            if round_number >= warmup:
+                series[name].samples.append(sample)
+    return series
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def describe(series: Series) -> str:
+    return (f"{series.name}: CPU {ms(series.cpu)}, wall {ms(series.wall)} "
+            f"(min {ms(series.min_wall)}, n={len(series.samples)})")
+
+
+def ratio(of: Series, to: Series, *, wall: bool = False) -> float:
+    if wall:
+        return of.wall / to.wall
+    return of.cpu / to.cpu
+
+
+def verdict(value: float, target: float) -> str:
+    return "met" if value <= target else "MISSED"
+
+
+def header(title: str, runs: int) -> None:
+    print(f"\n{title}")
+    print(f"  {load_average()}; Python {sys.version.split()[0]}; median of {max(runs, MIN_RUNS)} runs "
+          "after a warm-up, interleaved")
+
+
+def row(what: str, value: str, target: str, met: bool | None = None) -> None:
+    """One line of the summary table the README copies."""
+    mark = "" if met is None else ("  met" if met else "  MISSED")
+    print(f"  | {what} | {value} | {target} |{mark}", flush=True)
