@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from .spine import LEADING_GROUP_RE, hook_of_entry
 from .text import byte_len, rtrim
@@ -80,7 +80,8 @@ def is_distinctive(word: str, opens_clause: bool) -> bool:
     return False
 
 
-def _nested(text: str) -> list[bool]:
+@lru_cache(maxsize=16384)
+def _nested(text: str) -> tuple[bool, ...]:
     """For every character: is it inside a balanced pair (backticks, quotes, brackets)? An
     opener without its closer is plain text, so a broken hook still splits into clauses."""
     inside = [False] * len(text)
@@ -106,7 +107,7 @@ def _nested(text: str) -> list[bool]:
     for start, end in spans:
         for i in range(start + 1, end):
             inside[i] = True
-    return inside
+    return tuple(inside)
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ class Clause:
     text: str  # without its delimiter
     delim: str  # ";", ",", "." or "" (the hook's last clause without one)
 
-    @property
+    @cached_property
     def aside_free(self) -> str:
         """The clause without its top-level parenthetical asides ("" when it has none)."""
         inside = _nested(self.text)
@@ -133,7 +134,16 @@ class Clause:
         return shorter if shorter != self.text and shorter else ""
 
 
+@lru_cache(maxsize=16384)
+def _split_clauses(hook: str) -> tuple[Clause, ...]:
+    return tuple(_clauses_of(hook))
+
+
 def split_clauses(hook: str) -> list[Clause]:
+    return list(_split_clauses(hook))
+
+
+def _clauses_of(hook: str) -> list[Clause]:
     text = hook.strip()
     inside = _nested(text)
     found: list[Clause] = []
@@ -161,6 +171,11 @@ def clauses(hook: str) -> list[str]:
 
 
 def distinctive_phrases(text: str) -> list[str]:
+    return list(_distinctive_phrases(text))
+
+
+@lru_cache(maxsize=16384)
+def _distinctive_phrases(text: str) -> tuple[str, ...]:
     """The distinctive phrases of a text, in order, each once: runs of distinctive atoms next
     to each other ("Acme Bank", "HTTP 429"), links and markers included."""
     found: list[str] = []
@@ -184,7 +199,7 @@ def distinctive_phrases(text: str) -> list[str]:
             else:
                 close()
         close()
-    return found
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -314,28 +329,32 @@ def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = (), common: f
     ordered = _by_priority(parsed.body)
     best: tuple[tuple[int, int, int], str] | None = None
     for start in bases:
-        for take in range(len(ordered) + 1):
-            # Whole clauses first, as many as the priority order allows; what they miss of the
-            # distinctive words goes into the keyword list. Keep the mix that leaves a reader the most.
-            draft = _Draft(parsed, list(start.extras))
-            draft.kept = dict(start.kept)
-            for clause in ordered[:take]:
-                if not draft.try_keep(clause.index, clause.text, limit) and clause.aside_free:
-                    draft.try_keep(clause.index, clause.aside_free, limit)
-            text = draft.render()
-            draft.extras = [w for w in draft.extras if w not in _without(text, draft.extras)]
-            text = draft.render()
+        # Whole clauses first, as many as the priority order allows; what they miss of the
+        # distinctive words goes into the keyword list. Keep the mix that leaves a reader the most.
+        draft = _Draft(parsed, list(start.extras))
+        draft.kept = dict(start.kept)
+        states = [dict(draft.kept)]
+        for clause in ordered:
+            if draft.try_keep(clause.index, clause.text, limit) or (
+                    clause.aside_free and draft.try_keep(clause.index, clause.aside_free, limit)):
+                states.append(dict(draft.kept))  # only a clause that was taken makes a new mix
+        for kept in states:
+            mix = _Draft(parsed, list(start.extras))
+            mix.kept = kept
+            text = mix.render()
+            mix.extras = [w for w in mix.extras if w not in _without(text, mix.extras)]
+            text = mix.render()
             for link in LINK_RE.findall(hook):  # a link must stay, whatever it costs
                 if link not in text:
-                    draft.keywords.append(link)
+                    mix.keywords.append(link)
             for key in sorted(keys, key=_numeric):  # names and code before bare numbers and dates
-                if key not in text and key not in draft.keywords and not key.startswith("[") and key not in common:
-                    draft.try_keyword(key, limit)
-            text = draft.render()
+                if key not in text and key not in mix.keywords and not key.startswith("[") and key not in common:
+                    mix.try_keyword(key, limit)
+            text = mix.render()
             # A whole clause reads better than a keyword: it counts as much as a rare phrase; a
             # phrase many entries share counts a quarter.
             covered = sum(1 if key in common else 4 for key in keys if key in text)
-            score = (covered + 4 * len(draft.kept), covered, -len(draft.keywords))
+            score = (covered + 4 * len(mix.kept), covered, -len(mix.keywords))
             if best is None or score > best[0]:
                 best = (score, text)
     assert best is not None

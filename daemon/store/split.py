@@ -189,6 +189,7 @@ class _Packer:
         self.footer = (len(footer) + 1, sum(byte_len(f) for f in footer) + len(ending)) if footer else (0, 0)
         self.continued = (2, byte_len(CONTINUED.format(path="x" * 120 + ".md")) + 2 * len(ending))
         self.link = (2, byte_len(link) + len(ending)) if link else (0, 0)  # an older Continued line, last
+        self.reopen = [(len(c.reopen), sum(byte_len(_reopened(h) + ending) for h in c.reopen)) for c in starts]
 
     def size(self, first: int, last: int) -> tuple[int, int]:
         """Lines and bytes of the piece from starts[first] to starts[last] (or the end)."""
@@ -198,9 +199,8 @@ class _Packer:
         if first == 0:
             lines, size = lines + self.footer[0], size + self.footer[1]
         else:
-            reopen = self.starts[first].reopen
-            lines += self.header[0] + len(reopen)
-            size += self.header[1] + sum(byte_len(_reopened(h) + self.ending) for h in reopen)
+            lines += self.header[0] + self.reopen[first][0]
+            size += self.header[1] + self.reopen[first][1]
         if last < len(self.starts):
             lines, size = lines + self.continued[0], size + self.continued[1]
         else:
@@ -225,9 +225,10 @@ class _Packer:
                 size = self.size(first, last)
                 alone = first == last - 1
                 if not self.within(size, self.limit) and not alone:
-                    content = self.starts[last - 1].index if last <= count else self.end
-                    if self.offsets[content] - self.offsets[self.starts[first].index] > self.caps.bytes:
-                        break  # earlier starts only make the piece longer
+                    begin = self.starts[first].index
+                    stop = self.starts[last].index if last < count else self.end
+                    if stop - begin > self.caps.lines or self.offsets[stop] - self.offsets[begin] > self.caps.bytes:
+                        break  # its content alone is over the caps: earlier starts only add to it
                     continue
                 over = 0 if self.within(size, self.caps) else 1
                 score = (known[0][0] + over, known[0][1] + 1, known[0][2] + self.starts[first].penalty)
