@@ -92,3 +92,35 @@ def test_a_stale_lock_taken_over_is_in_the_activity_log(tmp_path: Path, origin: 
     assert "from ghost" in line and " s without a heartbeat" in line
     age = int(line.split("(")[1].split(" s")[0])
     assert 990 <= age <= 1200
+
+
+def test_restore_wait_commits_only_what_it_wrote_while_holding_the_lock(tmp_path: Path, origin: Origin) -> None:
+    a = Machine("a", tmp_path / "a", origin)
+    lifecycle_store(a.root)
+    a.init()
+    archived = subprocess.run([sys.executable, "-m", "distilld", "gc", "--apply", str(a.root)],
+                              env=cli_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert archived.returncode == 0, archived.stdout + archived.stderr
+    assert (a.root / "archive/projects/old-a.md").exists()
+    distiller = StoreLock(a.root, "alpha")
+    distiller.acquire()
+    restore = subprocess.Popen([sys.executable, "-m", "distilld", "restore", "projects/old-a.md", str(a.root),
+                                "--wait", "60"], env=cli_env(tmp_path), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1)  # not a condition: restore must be waiting for the lock by now, or have started anyway
+        assert restore.poll() is None, restore.communicate()
+        path = a.root / "craft/testing.md"
+        path.write_bytes(path.read_bytes() + b"- written by alpha during the wait\n")
+        distiller.release()
+        out, err = restore.communicate(timeout=120)
+    finally:
+        if restore.poll() is None:
+            restore.kill()
+    assert restore.returncode == 0, out + err
+    history = commits(a.root)
+    restored = next(c for c in history if "projects/old-a.md" in paths_of(c) and "archive/LEDGER.md" in paths_of(c)
+                    and c is not history[-1] and "restore" in c.message.lower())
+    assert "craft/testing.md" not in paths_of(restored)
+    agents = [c for c in history if "craft/testing.md" in paths_of(c)]
+    assert agents and history.index(agents[0]) > history.index(restored)  # the agent's edit: its own, earlier commit
