@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from ..engine.guard import LostLines, guarded_pass, lost_ledger_lines
 from ..engine.lock import AcquireKind, AcquireResult, StoreLock, default_owner
 from ..errors import LockLost
 from ..policy import Policy
@@ -21,6 +22,7 @@ from ..store.budget import BudgetReport, measure_budget
 from ..store.findings import Finding
 from ..store.invariants import check_store
 from ..store.paths import Layout
+from ..store.safety import UnsafeName, store_unsafe_names
 from ..store.snapshot import take_snapshot
 from .budget import limits_from
 from .catalog import stale_reasons, write_catalog
@@ -35,10 +37,12 @@ class FollowReport:
     takeover: AcquireResult | None = None  # a stale lock taken over to write the catalog
     failures: list[Finding] = field(default_factory=list)  # C1-C3 findings that fail
     budget: BudgetReport | None = None
+    ledger_lost: LostLines | None = None  # ledger lines gone since the last pass: nothing is written
+    unsafe_names: list[UnsafeName] = field(default_factory=list)  # names no pass will record
 
     @property
     def ok(self) -> bool:
-        return not self.failures
+        return not self.failures and self.ledger_lost is None
 
 
 def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
@@ -46,7 +50,9 @@ def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
     """Raises LockHeld when the catalog needs rebuilding and a distiller holds a fresh lock."""
     snapshot = take_snapshot(store)
     report = FollowReport(snapshot.root, snapshot.layout)
-    if snapshot.layout is not Layout.UNMIGRATED:
+    report.ledger_lost = lost_ledger_lines(snapshot.root)
+    report.unsafe_names = store_unsafe_names(snapshot.root)
+    if snapshot.layout is not Layout.UNMIGRATED and report.ledger_lost is None:
         reasons = stale_reasons(snapshot)
         if reasons:
             report.catalog_reasons = reasons
@@ -55,7 +61,8 @@ def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
             if acquired.kind is AcquireKind.TOOK_OVER:
                 report.takeover = acquired
             try:
-                report.catalog_written = write_catalog(snapshot.root, clock()).written
+                with guarded_pass(snapshot.root):
+                    report.catalog_written = write_catalog(snapshot.root, clock()).written
             finally:
                 if acquired.kind is not AcquireKind.ALREADY_HELD:  # else the caller holds it
                     try:

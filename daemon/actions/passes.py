@@ -1,4 +1,5 @@
-"""Running a write pass under the store lock: take it, build the context, always release it."""
+"""Running a write pass under the store lock: take it, check the store may be written
+(engine/guard.py), build the context, always release it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..engine.context import PassContext
+from ..engine.guard import guarded_pass
 from ..engine.lock import AcquireKind, StoreLock, default_owner
 from ..errors import LockHeld, LockLost
 from ..policy import Policy
@@ -26,9 +28,10 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
         raise LockHeld(f"{root}/.lock is held ({who}): a distillation is running; nothing was changed. "
                        "Try again later, or pass --wait SECONDS.", held.owner, held.age) from None
     try:
-        context = PassContext(root, lock, clock, policy.caps, policy.spine.entry_target_bytes)
-        context.take_baseline()
-        yield context
+        with guarded_pass(root):
+            context = PassContext(root, lock, clock, policy.caps, policy.spine.entry_target_bytes)
+            context.take_baseline()
+            yield context
     finally:
         # Already held by this owner means an outer pass (the daemon's) holds it: that pass
         # releases it, not this nested one.
