@@ -91,7 +91,7 @@ def unsafe_name_reason(path: str) -> str | None:
             return f"it holds {illegal.group()!r}, which Windows does not allow in a file name"
         if part.startswith("-"):
             return "a part of it starts with '-', which reads as a list item or an option"
-        if part.endswith((".", " ")):
+        if part.endswith((".", " ")) and part not in (".", ".."):  # those two are D10's to refuse
             return "a part of it ends with a dot or a space, which Windows drops"
         if part.split(".", 1)[0].upper() in _RESERVED:
             return f"{part!r} is a reserved device name on Windows"
