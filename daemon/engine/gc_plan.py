@@ -142,7 +142,8 @@ def _family_verdict(snapshot: Snapshot, family: tuple[str, ...], today: date, de
         who = "it" if member == head else member
         unsafe = unsafe_name_reason(member)
         if unsafe:  # the ledger and the catalog would hold it changed, or broken: left where it is
-            return Skip(head, "blocked", f"{who}: the name cannot be written to the ledger unchanged "
+            named = "the name" if member == head else f"the name {member!r}"
+            return Skip(head, "blocked", f"{named} cannot be written to the ledger unchanged "
                                          f"({unsafe}); rename the file to archive it{together}")
         if not contained(member, "tier") or not is_candidate(member, candidate_dirs):
             return Skip(head, "ineligible", f"{who} is not directly under {'/, '.join(candidate_dirs)}/{together}")
