@@ -1,0 +1,105 @@
+"""The checks of a diverged sync's merge (gitstore/merge.py), fast and in memory: a bare
+repository in tmp_path, trees built from a real store's files, no work tree and no remote."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pygit2
+import pytest
+from builders import healthy_store
+from pygit2.enums import FileMode
+from distilld.gitstore.merge import flatten, incoming_problems, merge_commits
+from distilld.gitstore.repo import ATTRIBUTE_LINES, BLOCK_END, BLOCK_START
+from distilld.store.caps import DEFAULT_CAPS
+from distilld.store.merge import Sides
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+SIGNATURE = pygit2.Signature("Rowan", "rowan@example.invalid", 1795000000, 0)
+CONFLICT = b"# Kestrel\n\n<<<<<<< ours\n- one\n=======\n- two\n>>>>>>> theirs\n"
+ATTRIBUTES_TEXT = "\n".join([BLOCK_START, *ATTRIBUTE_LINES, BLOCK_END, ""]).encode()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> pygit2.Repository:
+    return pygit2.init_repository(str(tmp_path / "repo.git"), bare=True)
+
+
+def store_files(tmp_path: Path) -> dict[str, bytes]:
+    root = tmp_path / "store"
+    healthy_store(root)
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    return {**files, ".gitattributes": ATTRIBUTES_TEXT, "README.txt": b"the user's own notes\n"}
+
+
+def commit(repo: pygit2.Repository, files: dict[str, bytes], parents: list[pygit2.Oid]) -> pygit2.Commit:
+    index = pygit2.Index()
+    for path, data in sorted(files.items()):
+        index.add(pygit2.IndexEntry(path, repo.create_blob(data), FileMode.BLOB))
+    tree = index.write_tree(repo)
+    oid = repo.create_commit(None, SIGNATURE, SIGNATURE, "state", tree, parents)
+    found = repo[oid]
+    assert isinstance(found, pygit2.Commit)
+    return found
+
+
+def problems_between(repo: pygit2.Repository, before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:
+    base, theirs = commit(repo, before, []), commit(repo, after, [])
+    return incoming_problems(repo, flatten(base.tree), flatten(theirs.tree))
+
+
+def test_an_incoming_store_file_with_conflict_markers_is_refused(repo: pygit2.Repository, tmp_path: Path) -> None:
+    files = store_files(tmp_path)
+    assert problems_between(repo, files, {**files, "projects/kestrel.md": CONFLICT}) == [
+        "projects/kestrel.md: the remote's version holds git conflict markers"]
+
+
+def test_an_incoming_attributes_file_keeping_the_marker_but_not_the_lines_is_refused(
+        repo: pygit2.Repository, tmp_path: Path) -> None:
+    files = store_files(tmp_path)
+    hollow = f"{BLOCK_START}\n{BLOCK_END}\n".encode()
+    found = problems_between(repo, files, {**files, ".gitattributes": hollow})
+    assert len(found) == 1 and found[0].startswith(".gitattributes: the remote's version drops distilld's settings")
+    assert problems_between(repo, files, {**files, ".gitattributes": ATTRIBUTES_TEXT + b"*.png binary\n"}) == []
+
+
+def test_files_the_remote_did_not_change_are_not_inspected(repo: pygit2.Repository, tmp_path: Path) -> None:
+    # Both already hold what would be refused if it came in: unchanged, it is not incoming.
+    files = {**store_files(tmp_path), "projects/kestrel.md": CONFLICT, "data/gc-log.jsonl": b"{}\n",
+             ".gitattributes": f"{BLOCK_START}\n{BLOCK_END}\n".encode()}
+    changed = {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Roll back within ten minutes.\n"}
+    assert problems_between(repo, files, changed) == []
+
+
+def test_an_incoming_machine_local_path_is_refused(repo: pygit2.Repository, tmp_path: Path) -> None:
+    files = store_files(tmp_path)
+    assert problems_between(repo, files, {**files, "data/gc-log.jsonl": b"{}\n"}) == [
+        "data/gc-log.jsonl: the remote tracks a machine-local path; distilld never takes one in"]
+
+
+def test_a_non_store_file_changed_on_one_side_only_is_taken_not_refused(repo: pygit2.Repository,
+                                                                      tmp_path: Path) -> None:
+    files = store_files(tmp_path)
+    base = commit(repo, files, [])
+    ours = commit(repo, {**files, "README.txt": b"edited here\n"}, [base.id])
+    theirs = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Roll back fast.\n"}, [base.id])
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    assert merged.problems == [] and merged.ok and merged.commit is not None
+    tree = repo[merged.commit].tree  # type: ignore[attr-defined]
+    assert repo[tree["README.txt"].id].data == b"edited here\n"
+    assert repo[tree["ops/deploy.md"].id].data.endswith(b"- Roll back fast.\n")
+    # and the other way round: changed on their side only, taken from theirs
+    merged = merge_commits(repo, theirs, ours, base, NOW, SIGNATURE, "p2", DEFAULT_CAPS, Sides(), "origin/main")
+    assert merged.problems == [] and "README.txt" in merged.changed
+
+
+def test_a_non_store_file_changed_on_both_sides_is_refused(repo: pygit2.Repository, tmp_path: Path) -> None:
+    files = store_files(tmp_path)
+    base = commit(repo, files, [])
+    ours = commit(repo, {**files, "README.txt": b"edited here\n"}, [base.id])
+    theirs = commit(repo, {**files, "README.txt": b"edited there\n"}, [base.id])
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    assert merged.problems == ["README.txt: changed on both machines and not a store file; distilld will not "
+                               "merge it (merge it with git yourself)"]
+    assert merged.commit is None
