@@ -256,3 +256,38 @@ def test_the_links_check_runs_before_a_pass_writes(tmp_path: Path) -> None:
     assert (store / "projects/heron.md").exists() and not (outside / "projects/heron.md").exists()
     assert not (store / ".lock").exists()
     assert not (store / "data").exists()  # not even the manifest
+
+
+def test_the_daemon_sweeps_at_start_up_and_logs_it(tmp_path: Path, distilld_dirs: dict[str, Path]) -> None:
+    store = tmp_path / "store"
+    busy_store(store)
+    dead = dead_pid()
+    temps = [store / f".lock.swap.{dead}.ab12cd34", store / f".status.tmp.{dead}",
+             store / f"data/compact-journals/.j.json.distilld-tmp.{dead}.0a0b0c0d"]
+    for path in temps:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half")
+    done = run_distilld(["run", "--once", "--store", str(store)])
+    assert done.returncode in (0, 1), done.stderr
+    assert not [p for p in temps if p.exists()]
+    activity = next(distilld_dirs["state"].glob("*/activity.log")).read_text()
+    assert "removed 3 temp file(s) left by processes that no longer run" in activity
+
+
+def test_the_daemon_archives_nothing_and_commits_nothing_while_the_ledger_is_short(
+        tmp_path: Path, distilld_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    store = archived_store(tmp_path)
+    (store / ".lifecycle").write_text("enabled\n")
+    whole = drop_first_ledger_line(store)
+    shortened = (store / "archive/LEDGER.md").read_bytes()
+    done = run_distilld(["run", "--once", "--store", str(store)])
+    assert done.returncode == 1, done.stderr  # a pass failed: the follow, stuck on the ledger
+    assert (store / "archive/LEDGER.md").read_bytes() == shortened
+    activity = next(distilld_dirs["state"].glob("*/activity.log")).read_text()
+    assert "stuck: archive/LEDGER.md lost 1 line(s)" in activity and "marlin.md" in activity
+    stuck_line = "- nothing is archived, restored or migrated: archive/LEDGER.md lost 1 line(s)"
+    assert cli_main(["status", "--store", str(store)]) in (0, 3)
+    assert stuck_line in capsys.readouterr().out
+    (store / "archive/LEDGER.md").write_bytes(whole)  # put back: no longer stuck on it
+    assert cli_main(["status", "--store", str(store)]) in (0, 3)
+    assert stuck_line not in capsys.readouterr().out
