@@ -29,19 +29,26 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "tests" / "benchmarks" / "out"
 
-# module -> the tests that exercise it, fastest first (the default, non-slow tests only)
-MODULES: dict[str, list[str]] = {
-    "engine/gc.py": ["tests/engine/test_defensive_checks.py", "tests/engine/test_gc_apply.py"],
-    "store/ledger.py": ["tests/engine/test_defensive_checks.py", "tests/store/test_safety.py",
-                        "tests/store/test_rules_c1_c2_c3.py", "tests/store/test_sync_merge.py"],
-    "gitstore/merge.py": ["tests/gitstore/test_merge_checks.py"],
-    "engine/lock.py": ["tests/engine/test_lock.py", "tests/engine/test_guard.py"],
-    "store/fs.py": ["tests/store/test_safety.py", "tests/engine/test_defensive_checks.py",
-                    "tests/engine/test_gc_apply.py"],
-    "store/invariants.py": ["tests/store/test_rules_c1_c2_c3.py", "tests/store/test_bad_input.py",
-                            "tests/engine/test_defensive_checks.py"],
-    "gitstore/sync.py": ["tests/gitstore/test_git_sync.py"],
+# module -> (the fast subset mutmut runs for every mutant, default tests only; the wider subset,
+# slow tests included, that a survivor of the fast one is run against before it counts).
+MODULES: dict[str, tuple[list[str], list[str]]] = {
+    "engine/gc.py": (["tests/engine/test_defensive_checks.py"],
+                     ["tests/engine/test_gc_apply.py", "tests/engine/test_restore.py", "tests/test_hostile_corpus.py"]),
+    "gitstore/merge.py": (["tests/gitstore/test_merge_checks.py"], ["tests/gitstore/test_git_sync.py"]),
+    "store/ledger.py": (["tests/engine/test_defensive_checks.py", "tests/store/test_safety.py"],
+                        ["tests/store/test_rules_c1_c2_c3.py", "tests/store/test_sync_merge.py",
+                         "tests/engine/test_gc_apply.py"]),
+    "engine/lock.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py", "tests/engine/test_gc_concurrency.py"]),
+    "store/fs.py": (["tests/store/test_safety.py"], ["tests/engine/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
+    "store/invariants.py": (["tests/store/test_rules_c1_c2_c3.py"],
+                            ["tests/store/test_bad_input.py", "tests/store/test_differential.py"]),
+    "gitstore/sync.py": (["tests/gitstore/test_git_sync.py"], ["tests/gitstore/test_git_bytes.py"]),
 }
+
+
+def pytest_command(tests: list[str], slow_too: bool = False) -> str:
+    marker = "" if slow_too else "-m 'not slow' "
+    return f"{sys.executable} -m pytest -x -q -p no:cacheprovider {marker}--no-header -o addopts='' {' '.join(tests)}"
 
 
 def scratch_copy(target: Path) -> None:
@@ -58,26 +65,35 @@ def scratch_copy(target: Path) -> None:
     (target / "importroot" / "distilld").symlink_to(target / "daemon")
 
 
-def run_module(module: str, tests: list[str], scratch: Path, timeout_factor: float) -> list[str]:
-    """Run mutmut on one module; returns the survivors' ids."""
+def run_module(module: str, fast: list[str], wide: list[str], scratch: Path, timeout_factor: float) -> list[str]:
+    """Run mutmut on one module; returns the ids of the mutants no test kills."""
     env = {**os.environ, "PYTHONPATH": str(scratch / "importroot")}
-    runner = (f"{sys.executable} -m pytest -x -q -p no:cacheprovider -m 'not slow' "
-              f"--no-header -o addopts='' {' '.join(tests)}")
     cache = scratch / ".mutmut-cache"
     cache.unlink(missing_ok=True)
     started = time.monotonic()
-    subprocess.run(["mutmut", "run", "--paths-to-mutate", f"daemon/{module}", "--runner", runner,
+    subprocess.run(["mutmut", "run", "--paths-to-mutate", f"daemon/{module}", "--runner", pytest_command(fast),
                     "--tests-dir", "tests", "--no-progress", "--simple-output",
                     f"--test-time-multiplier={timeout_factor}"], cwd=scratch, env=env)
     results = subprocess.run(["mutmut", "results"], cwd=scratch, env=env, capture_output=True, text=True).stdout
-    survivors = _ids_under(results, "Survived") + _ids_under(results, "Suspicious")
-    report = [f"# mutmut on daemon/{module} ({round(time.monotonic() - started)} s)", results]
-    for mutant in survivors:
+    candidates = _ids_under(results, "Survived") + _ids_under(results, "Suspicious")
+    report = [f"# mutmut on daemon/{module}", results]
+    survivors: list[str] = []
+    pristine = (REPO / "daemon" / module).read_bytes()
+    for mutant in candidates:
         shown = subprocess.run(["mutmut", "show", mutant], cwd=scratch, env=env, capture_output=True, text=True)
-        report.append(f"## mutant {mutant}\n{shown.stdout}")
+        subprocess.run(["mutmut", "apply", mutant], cwd=scratch, env=env, capture_output=True)
+        wider = subprocess.run(pytest_command(wide, slow_too=True), shell=True, cwd=scratch, env=env, capture_output=True)
+        (scratch / "daemon" / module).write_bytes(pristine)
+        killed = wider.returncode not in (0, 5)  # 5: pytest collected nothing, which kills nothing
+        verdict = "killed by the wider subset" if killed else "SURVIVES"
+        if not killed:
+            survivors.append(mutant)
+        report.append(f"## mutant {mutant}: {verdict}\n{shown.stdout}")
+    report.append(f"{module}: {len(candidates)} survived the fast subset, {len(survivors)} survive the wider one "
+                  f"({round(time.monotonic() - started)} s)")
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"mutation-{module.replace('/', '-')}.txt").write_text("\n".join(report))
-    print("\n".join(report))
+    print("\n".join(report), flush=True)
     return survivors
 
 
@@ -111,8 +127,8 @@ def main() -> int:
                         help="a mutant whose tests take this many times the baseline counts as timed out")
     args = parser.parse_args()
     if args.list:
-        for module, tests in MODULES.items():
-            print(f"{module}: {' '.join(tests)}")
+        for module, (fast, wide) in MODULES.items():
+            print(f"{module}: {' '.join(fast)} (then {' '.join(wide)})")
         return 0
     if shutil.which("mutmut") is None:
         print("mutmut is not installed: python -m pip install -e '.[mutation]'", file=sys.stderr)
@@ -127,7 +143,7 @@ def main() -> int:
         scratch = Path(folder)
         scratch_copy(scratch)
         for module in chosen:
-            total[module] = run_module(module, MODULES[module], scratch, args.timeout_factor)
+            total[module] = run_module(module, *MODULES[module], scratch, args.timeout_factor)
     for module, survivors in total.items():
         print(f"{module}: {len(survivors)} surviving or suspicious mutant(s): {' '.join(survivors) or '-'}")
     return 1 if any(total.values()) else 0
