@@ -164,10 +164,19 @@ def _open_file(name: str, dir_fd: int, flags: int, mode: int = 0o666) -> int:
     return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def _write_file(name: str, dir_fd: int, flags: int, data: bytes, durable: bool, mode: int | None = None) -> None:
+    """Open ``name`` in ``dir_fd`` (never through a link), write ``data`` whole, sync, close."""
+    fd = _open_file(name, dir_fd, flags)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+        if mode is not None:
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def _read_existing(path: Path) -> bytes | None:
@@ -203,15 +212,7 @@ def atomic_write(path: Path, data: bytes, durable: bool = True, mode: int | None
         _refuse_link_in_place(path, name, dir_fd)
         temporary = temp_name(name)
         try:
-            fd = _open_file(temporary, dir_fd, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-            try:
-                _write_all(fd, data)
-                if durable:
-                    os.fsync(fd)
-                if mode is not None:
-                    os.fchmod(fd, mode)
-            finally:
-                os.close(fd)
+            _write_file(temporary, dir_fd, os.O_WRONLY | os.O_CREAT | os.O_EXCL, data, durable, mode)
             os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         finally:
             if _exists(temporary, dir_fd):
@@ -225,13 +226,7 @@ def _append(path: Path, chunk: bytes, durable: bool) -> bool:
     with _parent(path, create=True) as (dir_fd, name):
         _refuse_link_in_place(path, name, dir_fd)
         created = not _exists(name, dir_fd)
-        fd = _open_file(name, dir_fd, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-        try:
-            _write_all(fd, chunk)
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_file(name, dir_fd, os.O_WRONLY | os.O_APPEND | os.O_CREAT, chunk, durable)
         if created and durable:
             os.fsync(dir_fd)
     return created
@@ -343,13 +338,7 @@ def copy_exact(source: Path, target: Path, durable: bool = True) -> None:
         data = _read_existing(source)
         if data is None:
             raise FileNotFoundError(errno.ENOENT, "no such file", str(source))
-        fd = _open_file(name, dir_fd, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-        try:
-            _write_all(fd, data)
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_file(name, dir_fd, os.O_WRONLY | os.O_CREAT | os.O_EXCL, data, durable)
         if durable:
             os.fsync(dir_fd)
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import FIXED_NOW, StoreBuilder, healthy_store
@@ -58,14 +60,19 @@ def test_a_move_that_changes_the_bytes_is_stopped_by_the_checksum(store: Path,
     assert HERON_ENTRY in (store / "SPINE.md").read_text()  # stopped before the SPINE edit
 
 
-def test_a_source_changed_since_the_plan_is_not_moved(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def meanwhile(monkeypatch: pytest.MonkeyPatch, happen: Callable[[], object]) -> None:
+    """``happen`` runs after the plan is made, just before the manifest: a change meanwhile."""
     real = gc_engine.new_manifest
 
-    def edit_after_planning(*args: object, **kwargs: object) -> gc_engine.Manifest:
-        (store / "projects/heron.md").write_bytes(b"# Heron, edited by an agent meanwhile\n")
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+    def late(*args: Any, **kwargs: Any) -> gc_engine.Manifest:
+        happen()
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(gc_engine, "new_manifest", edit_after_planning)
+    monkeypatch.setattr(gc_engine, "new_manifest", late)
+
+
+def test_a_source_changed_since_the_plan_is_not_moved(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    meanwhile(monkeypatch, lambda: (store / "projects/heron.md").write_bytes(b"# Heron, edited by an agent\n"))
     with pytest.raises(RecoveryStopped, match="changed since the plan was made"):
         run_gc_apply(store, POLICY, now)
     assert (store / "projects/heron.md").exists() and not (store / "archive/projects/heron.md").exists()
@@ -73,13 +80,7 @@ def test_a_source_changed_since_the_plan_is_not_moved(store: Path, monkeypatch: 
 
 def test_a_target_that_appeared_since_the_plan_is_never_overwritten(store: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    real = gc_engine.new_manifest
-
-    def old_client_writes(*args: object, **kwargs: object) -> gc_engine.Manifest:
-        (store / "archive/projects/heron.md").write_bytes(b"an old client's copy\n")
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(gc_engine, "new_manifest", old_client_writes)
+    meanwhile(monkeypatch, lambda: (store / "archive/projects/heron.md").write_bytes(b"an old client's copy\n"))
     with pytest.raises(RecoveryStopped, match="already exists"):
         run_gc_apply(store, POLICY, now)
     assert (store / "archive/projects/heron.md").read_bytes() == b"an old client's copy\n"
