@@ -22,7 +22,6 @@ from ..store.budget import BudgetReport, measure_budget
 from ..store.findings import Finding
 from ..store.invariants import check_store
 from ..store.paths import Layout
-from ..store.safety import UnsafeName, store_unsafe_names
 from ..store.snapshot import take_snapshot
 from .budget import limits_from
 from .catalog import stale_reasons, write_catalog
@@ -38,7 +37,6 @@ class FollowReport:
     failures: list[Finding] = field(default_factory=list)  # C1-C3 findings that fail
     budget: BudgetReport | None = None
     ledger_lost: LostLines | None = None  # ledger lines gone since the last pass: nothing is written
-    unsafe_names: list[UnsafeName] = field(default_factory=list)  # names no pass will record
 
     @property
     def ok(self) -> bool:
@@ -51,7 +49,6 @@ def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
     snapshot = take_snapshot(store)
     report = FollowReport(snapshot.root, snapshot.layout)
     report.ledger_lost = lost_ledger_lines(snapshot.root)
-    report.unsafe_names = store_unsafe_names(snapshot.root)
     if snapshot.layout is not Layout.UNMIGRATED and report.ledger_lost is None:
         reasons = stale_reasons(snapshot)
         if reasons:
