@@ -128,7 +128,7 @@ def store_problems(store: Path) -> list[str]:
     problems: list[str] = []
     lost = lost_ledger_lines(root)
     if lost is not None:
-        problems.append(f"nothing is archived, restored or migrated: {lost}")
+        problems.append(str(lost))
     problems += [f"{link}: a symbolic link in the store; every write pass refuses until it is a real folder"
                  for link in store_links(root)[:5]]
     unsafe = store_unsafe_names(root)

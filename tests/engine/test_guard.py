@@ -285,7 +285,7 @@ def test_the_daemon_archives_nothing_and_commits_nothing_while_the_ledger_is_sho
     assert (store / "archive/LEDGER.md").read_bytes() == shortened
     activity = next(distilld_dirs["state"].glob("*/activity.log")).read_text()
     assert "stuck: archive/LEDGER.md lost 1 line(s)" in activity and "marlin.md" in activity
-    stuck_line = "- nothing is archived, restored or migrated: archive/LEDGER.md lost 1 line(s)"
+    stuck_line = "    - archive/LEDGER.md lost 1 line(s) since the last pass"
     assert cli_main(["status", "--store", str(store)]) in (0, 3)
     assert stuck_line in capsys.readouterr().out
     (store / "archive/LEDGER.md").write_bytes(whole)  # put back: no longer stuck on it
