@@ -26,6 +26,7 @@ from ..settings import instance_key, state_dir
 from ..store import fs
 from ..store.paths import LEDGER
 from ..store.safety import store_links
+from .lock import pid_alive
 
 log = get_logger("distilld.guard")
 
@@ -57,18 +58,6 @@ def temp_owner_pid(name: str) -> int | None:
     if match:
         return int(match.group(1) or match.group(2))
     return None
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return True  # never judge what is not a real pid
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
 
 
 def sweep_temp_files(*folders: Path) -> list[Path]:

@@ -62,6 +62,7 @@ __all__ = [
     "default_owner",
     "format_iso",
     "lock_status",
+    "pid_alive",
     "read_lock",
 ]
 
@@ -212,7 +213,11 @@ def _process_start_epoch(pid: int) -> float | None:
         return None
 
 
-def _pid_exists(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Does process ``pid`` of this machine run (someone else's counts)? A pid below 1 is never
+    judged dead."""
+    if pid <= 0:
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -235,7 +240,7 @@ def abandoned_owner(line: LockLine) -> str | None:
     pid = int(pid_text)
     if pid == os.getpid() or pid <= 0:
         return None
-    if not _pid_exists(pid):
+    if not pid_alive(pid):
         return f"its owner, process {pid} of this machine, no longer runs"
     started = _process_start_epoch(pid)
     if started is not None and started > line.epoch + 2:  # 2 s: clock-tick rounding of the start time
