@@ -10,7 +10,7 @@ import pygit2
 import pytest
 from builders import healthy_store
 from pygit2.enums import FileMode
-from distilld.gitstore.merge import flatten, incoming_problems, merge_commits
+from distilld.gitstore.merge import TreeFiles, flatten, incoming_problems, merge_commits
 from distilld.gitstore.repo import ATTRIBUTE_LINES, BLOCK_END, BLOCK_START
 from distilld.store.caps import DEFAULT_CAPS
 from distilld.store.merge import Sides
@@ -103,3 +103,17 @@ def test_a_non_store_file_changed_on_both_sides_is_refused(repo: pygit2.Reposito
     assert merged.problems == ["README.txt: changed on both machines and not a store file; distilld will not "
                                "merge it (merge it with git yourself)"]
     assert merged.commit is None
+
+
+def test_tree_files_read_blobs_once_with_or_without_a_shared_cache(repo: pygit2.Repository, tmp_path: Path) -> None:
+    files = store_files(tmp_path)
+    flat = flatten(commit(repo, files, []).tree)
+    alone = TreeFiles(repo, flat)
+    assert alone.get("ops/deploy.md") == files["ops/deploy.md"]
+    assert alone.get("README.txt") is None  # not a store file
+    assert alone.get("projects/none.md") is None
+    shared: dict[pygit2.Oid, bytes] = {}
+    TreeFiles(repo, flat, shared).get("ops/deploy.md")
+    assert list(shared.values()) == [files["ops/deploy.md"]]
+    assert sorted(alone.paths()) == sorted(p for p in files if p.endswith(".md") and "/" in p or p in (
+        "SPINE.md", "CATALOG.md"))
