@@ -139,8 +139,9 @@ CASES: list[Case] = [
 
 COMMANDS: list[list[str]] = [
     ["gc", "--apply"], ["gc", "--revert"], ["gc", "--revert", "--manifest", "../../canary/victim.md"],
-    ["restore", "archive/projects/marlin.md"], ["compact", "--apply"], ["migrate", "--apply"],
+    ["restore", "archive/projects/marlin.md"], ["compact", "--apply"], ["migrate"], ["migrate", "--apply"],
     ["migrate", "--finish"], ["migrate", "--revert"], ["catalog", "--write"], ["lifecycle", "enable", "--store"],
+    ["sync"],
 ]
 
 
