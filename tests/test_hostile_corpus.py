@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -263,8 +265,11 @@ def test_the_real_cli_and_daemon_on_every_case(tmp_path: Path, case: Case, disti
     region, store, canary = build(tmp_path, case)
 
     def run() -> None:
-        for command in COMMANDS:
-            run_distilld(_args(command, store))
+        # Every command in one fresh interpreter (the real entry point, no test process state),
+        # then the daemon as `python -m distilld run --once`.
+        script = ("import sys\nfrom distilld.cli import main\n"
+                  f"for args in {[_args(c, store) for c in COMMANDS]!r}:\n    main(args)\n")
+        subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=600, check=False)
         done = run_distilld(["run", "--once", "--store", str(store)])
         assert done.returncode in (0, 1), done.stderr
 
