@@ -151,7 +151,7 @@ def run_distilld(args: list[str], env: dict[str, str] | None = None,
                  timeout: float = 120) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "distilld", *args], capture_output=True, text=True,
-                          env=full_env, timeout=timeout, cwd=REPO)
+                          errors="surrogateescape", env=full_env, timeout=timeout, cwd=REPO)
 
 
 def dead_pid() -> int:
