@@ -105,6 +105,17 @@ def test_a_non_store_file_changed_on_both_sides_is_refused(repo: pygit2.Reposito
     assert merged.commit is None
 
 
+class CountingRepo:
+    """A repository that counts the objects read through it."""
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo, self.reads = repo, 0
+
+    def __getitem__(self, oid: pygit2.Oid) -> object:
+        self.reads += 1
+        return self.repo[oid]
+
+
 def test_tree_files_read_blobs_once_with_or_without_a_shared_cache(repo: pygit2.Repository, tmp_path: Path) -> None:
     files = store_files(tmp_path)
     flat = flatten(commit(repo, files, []).tree)
@@ -113,7 +124,10 @@ def test_tree_files_read_blobs_once_with_or_without_a_shared_cache(repo: pygit2.
     assert alone.get("README.txt") is None  # not a store file
     assert alone.get("projects/none.md") is None
     shared: dict[pygit2.Oid, bytes] = {}
-    TreeFiles(repo, flat, shared).get("ops/deploy.md")
-    assert list(shared.values()) == [files["ops/deploy.md"]]
+    counted = CountingRepo(repo)
+    cached = TreeFiles(counted, flat, shared)  # type: ignore[arg-type]
+    assert cached.get("ops/deploy.md") == cached.get("ops/deploy.md") == files["ops/deploy.md"]
+    assert counted.reads == 1  # read once, then from the cache
+    assert shared == {flat["ops/deploy.md"][0]: files["ops/deploy.md"]}
     assert sorted(alone.paths()) == sorted(p for p in files if p.endswith(".md") and "/" in p or p in (
         "SPINE.md", "CATALOG.md"))
