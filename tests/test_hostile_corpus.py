@@ -21,6 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from distilld.cli import main as cli_main
+from distilld.engine.guard import temp_owner_pid
+from distilld.store.ledger import Ledger
 from hostile import (
     audited_writes,
     busy_store,
@@ -29,9 +32,6 @@ from hostile import (
     run_distilld,
     sha_listing,
 )
-from distilld.cli import main as cli_main
-from distilld.engine.guard import temp_owner_pid
-from distilld.store.ledger import Ledger
 
 Case = Callable[[Path, Path], None]
 
@@ -221,7 +221,7 @@ def test_what_refuses_says_why_and_leaves_the_files(tmp_path: Path, case: Case,
         out, err = capsysbinary.readouterr()
         return out.decode("utf-8", "surrogateescape"), err.decode("utf-8", "surrogateescape")
 
-    region, store, canary = build(tmp_path, case)
+    _, store, canary = build(tmp_path, case)
     code = cli_main(["gc", "--apply", str(store)])
     out, err = output()
     name = case.__name__

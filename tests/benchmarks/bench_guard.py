@@ -20,10 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from storegen import generate_store  # noqa: E402
-
-from distilld.engine.guard import check_before_writing, remember_ledger  # noqa: E402
-from distilld.store.snapshot import take_snapshot  # noqa: E402
+from distilld.engine.guard import check_before_writing, remember_ledger
+from distilld.store.snapshot import take_snapshot
+from storegen import generate_store
 
 
 def timed(work: Callable[[], object]) -> tuple[float, float]:
@@ -46,8 +45,8 @@ def main() -> int:
             remember_ledger(root)
             runs: dict[str, list[tuple[float, float]]] = {"guard": [], "snapshot": []}
             for turn in range(args.repeat + 1):
-                guard = timed(lambda: check_before_writing(root))
-                snapshot = timed(lambda: take_snapshot(root))
+                guard = timed(lambda root=root: check_before_writing(root))
+                snapshot = timed(lambda root=root: take_snapshot(root))
                 if turn:  # the first turn warms the caches
                     runs["guard"].append(guard)
                     runs["snapshot"].append(snapshot)

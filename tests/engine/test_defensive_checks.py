@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from builders import FIXED_NOW, StoreBuilder, healthy_store
-from hostile import HERON_ENTRY, busy_store
 from distilld.actions.gc import run_gc_apply, run_gc_revert
 from distilld.engine import gc as gc_engine
 from distilld.engine.gc import GcRefused, RecoveryStopped
@@ -23,6 +22,7 @@ from distilld.store.invariants import check_store
 from distilld.store.ledger import merge_ledgers
 from distilld.store.snapshot import take_snapshot
 from distilld.store.text import sha256_hex, sha256_norm_hex
+from hostile import HERON_ENTRY, busy_store
 
 POLICY = load_policy()
 MANIFESTS = "data/gc-manifests"

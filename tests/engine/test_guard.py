@@ -13,13 +13,18 @@ from pathlib import Path
 
 import pytest
 from builders import FIXED_NOW
-from hostile import busy_store, dead_pid, run_distilld
 from distilld.actions.gc import run_gc_apply
 from distilld.cli import main as cli_main
-from distilld.engine.guard import lost_ledger_lines, seen_ledger_path, sweep_temp_files, temp_owner_pid
-from distilld.engine.lock import AcquireKind, StoreLock, abandoned_owner, default_owner, LockLine
+from distilld.engine.guard import (
+    lost_ledger_lines,
+    seen_ledger_path,
+    sweep_temp_files,
+    temp_owner_pid,
+)
+from distilld.engine.lock import AcquireKind, LockLine, StoreLock, abandoned_owner, default_owner
 from distilld.errors import LockHeld, UnsafeStore
 from distilld.policy import load_policy
+from hostile import busy_store, dead_pid, run_distilld
 
 POLICY = load_policy()
 

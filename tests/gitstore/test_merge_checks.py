@@ -9,11 +9,11 @@ from pathlib import Path
 import pygit2
 import pytest
 from builders import healthy_store
-from pygit2.enums import FileMode
 from distilld.gitstore.merge import TreeFiles, flatten, incoming_problems, merge_commits
 from distilld.gitstore.repo import ATTRIBUTE_LINES, BLOCK_END, BLOCK_START
 from distilld.store.caps import DEFAULT_CAPS
 from distilld.store.merge import Sides
+from pygit2.enums import FileMode
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SIGNATURE = pygit2.Signature("Rowan", "rowan@example.invalid", 1795000000, 0)

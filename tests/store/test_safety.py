@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from builders import healthy_store
+from builders import FIXED_NOW, healthy_store
 from distilld.errors import UnsafeStore
 from distilld.store import fs
 from distilld.store.catalog import render_catalog
@@ -18,7 +18,6 @@ from distilld.store.invariants import check_store
 from distilld.store.ledger import UnwritableLedgerValue, archive_event, restore_event
 from distilld.store.safety import store_links, store_unsafe_names, unsafe_name_reason
 from distilld.store.snapshot import take_snapshot
-from builders import FIXED_NOW
 
 
 @pytest.fixture
