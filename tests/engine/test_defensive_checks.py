@@ -194,3 +194,22 @@ def test_an_out_of_order_line_is_reported_once_against_the_line_before_it(tmp_pa
     # 2026-09-01 comes after 2026-09-11 (out of order); 2026-09-05 comes after 2026-09-01 (in order).
     assert found == ["ledger events out of order: 2026-09-01 appended after 2026-09-11T08:00:00Z "
                      "(append order must be date order)"]
+
+
+@pytest.mark.parametrize(("source", "target"), [
+    ("../outside.md", "archive/../outside.md"), ("/etc/hostname", "archive//etc/hostname"),
+    ("projects/kestrel.md", "archive/projects/other.md"), ("SPINE.md", "archive/SPINE.md"),
+])
+@pytest.mark.parametrize("done", [False, True])
+def test_manifest_paths_failing_containment_stop_recovery_and_revert(store: Path, source: str, target: str,
+                                                                     done: bool) -> None:
+    move = {"from": source, "to": target, "sha256": "0" * 64, "sha256_norm": "0" * 64, "spine_entry": "",
+            "done": done}
+    (store / MANIFESTS).mkdir(parents=True)
+    (store / MANIFESTS / "20261130T120000Z.json").write_text(json.dumps(
+        {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": done}))
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
+    run = (lambda: run_gc_revert(store, POLICY, now, None)) if done else (lambda: run_gc_apply(store, POLICY, now))
+    with pytest.raises(RecoveryStopped, match="fails path containment"):
+        run()
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before
