@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 import pytest
 from builders import healthy_store
-from distilld.gitstore.merge import TreeFiles, flatten, incoming_problems, merge_commits
+from distilld.gitstore.merge import TreeFiles, TreeMerge, flatten, incoming_problems, merge_commits
 from distilld.gitstore.repo import ATTRIBUTE_LINES, BLOCK_END, BLOCK_START
 from distilld.store.caps import DEFAULT_CAPS
 from distilld.store.merge import Sides
@@ -131,3 +131,51 @@ def test_tree_files_read_blobs_once_with_or_without_a_shared_cache(repo: pygit2.
     assert shared == {flat["ops/deploy.md"][0]: files["ops/deploy.md"]}
     assert sorted(alone.paths()) == sorted(p for p in files if p.endswith(".md") and "/" in p or p in (
         "SPINE.md", "CATALOG.md"))
+
+
+def commit_with_modes(repo: pygit2.Repository, files: dict[str, tuple[bytes | pygit2.Oid, FileMode]]) -> pygit2.Commit:
+    index = pygit2.Index()
+    for path, (data, mode) in sorted(files.items()):
+        oid = data if isinstance(data, pygit2.Oid) else repo.create_blob(data)
+        index.add(pygit2.IndexEntry(path, oid, mode))
+    found = repo[repo.create_commit(None, SIGNATURE, SIGNATURE, "state", index.write_tree(repo), [])]
+    assert isinstance(found, pygit2.Commit)
+    return found
+
+
+def test_an_incoming_symlink_or_submodule_is_refused_by_name(repo: pygit2.Repository, tmp_path: Path) -> None:
+    files = store_files(tmp_path)
+    base = commit(repo, files, [])
+    plain = {p: (d, FileMode.BLOB) for p, d in files.items()}
+    theirs = commit_with_modes(repo, {**plain, "projects/link.md": (b"../../etc/passwd", FileMode.LINK),
+                                      "projects/sub": (base.id, FileMode.COMMIT)})
+    assert incoming_problems(repo, flatten(base.tree), flatten(theirs.tree)) == [
+        "projects/link.md: the remote holds a symlink; the store holds none",
+        "projects/sub: the remote holds a submodule; the store holds none",
+    ]
+
+
+@pytest.mark.parametrize(("name", "data", "problem"), [
+    (".gitignore", b"*\n!*.md\n", True),  # the block is gone
+    (".gitattributes", b"*.md text\n", True),
+    (".gitattributes", f"{BLOCK_START}\n{BLOCK_END}\n".encode(), True),  # the marker without its lines
+    (".gitattributes", ATTRIBUTES_TEXT + b"# caf\xe9 in Latin-1\n", False),  # undecodable bytes: still read
+    (".gitignore", f"{BLOCK_START}\n*\n{BLOCK_END}\n".encode(), False),
+])
+def test_incoming_managed_files_must_keep_distillds_block(repo: pygit2.Repository, tmp_path: Path, name: str,
+                                                          data: bytes, problem: bool) -> None:
+    files = store_files(tmp_path)
+    found = problems_between(repo, files, {**files, name: data})
+    expected = [f"{name}: the remote's version drops distilld's settings (byte-exactness, the allow-list); "
+                "run `distilld init` on the machine that changed it"]
+    assert found == (expected if problem else [])
+
+
+def test_a_refused_merge_reports_no_store_merge_and_no_change(repo: pygit2.Repository, tmp_path: Path) -> None:
+    assert TreeMerge().problems == [] and TreeMerge().changed == [] and TreeMerge().ok
+    files = store_files(tmp_path)
+    base = commit(repo, files, [])
+    ours = commit(repo, {**files, "README.txt": b"edited here\n"}, [base.id])
+    theirs = commit(repo, {**files, "README.txt": b"edited there\n"}, [base.id])
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    assert merged.store is None and merged.changed == [] and not merged.ok
