@@ -179,3 +179,18 @@ def test_a_refused_merge_reports_no_store_merge_and_no_change(repo: pygit2.Repos
     theirs = commit(repo, {**files, "README.txt": b"edited there\n"}, [base.id])
     merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
     assert merged.store is None and merged.changed == [] and not merged.ok
+
+
+def test_a_merge_that_would_break_the_store_is_not_committed(repo: pygit2.Repository, tmp_path: Path) -> None:
+    files = store_files(tmp_path)
+    spine = files["SPINE.md"]
+    room = 80 - spine.count(b"\n")
+    base = commit(repo, files, [])
+    # Each side alone stays within the SPINE's 80 lines; both together do not.
+    ours = commit(repo, {**files, "SPINE.md": spine + b"".join(b"<!-- here %d -->\n" % i for i in range(room))},
+                  [base.id])
+    theirs = commit(repo, {**files, "SPINE.md": spine + b"".join(b"<!-- there %d -->\n" % i for i in range(room))},
+                    [base.id])
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    assert merged.problems == [] and merged.store is not None and not merged.store.ok
+    assert not merged.ok and merged.commit is None
