@@ -194,3 +194,34 @@ def test_a_merge_that_would_break_the_store_is_not_committed(repo: pygit2.Reposi
     merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
     assert merged.problems == [] and merged.store is not None and not merged.store.ok
     assert not merged.ok and merged.commit is None
+
+
+def test_one_sided_non_store_changes_and_deletions_are_taken_from_theirs(repo: pygit2.Repository,
+                                                                       tmp_path: Path) -> None:
+    files = {**store_files(tmp_path), "NOTES.txt": b"to be removed there\n"}
+    base = commit(repo, files, [])
+    ours = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Roll back fast.\n"}, [base.id])
+    theirs_files = {k: v for k, v in files.items() if k != "NOTES.txt"}
+    theirs = commit(repo, {**theirs_files, "README.txt": b"edited there\n"}, [base.id])
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    assert merged.ok and merged.commit is not None and merged.store is not None
+    tree = repo[merged.commit].tree  # type: ignore[attr-defined]
+    assert repo[tree["README.txt"].id].data == b"edited there\n"
+    assert "NOTES.txt" not in tree
+    assert sorted(merged.changed) == ["NOTES.txt", "README.txt"]
+
+
+def test_a_knowledge_file_changed_on_both_sides_is_kept_and_said_in_the_commit(repo: pygit2.Repository,
+                                                                             tmp_path: Path) -> None:
+    files = store_files(tmp_path)
+    base = commit(repo, files, [])
+    ours = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Ours: roll back fast.\n"}, [base.id])
+    theirs = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Theirs: page first.\n"}, [base.id])
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main",
+                           token=lambda: "c0ffee")
+    assert merged.ok and merged.commit is not None and merged.store is not None
+    assert merged.store.inbox and all("c0ffee" in item for item in merged.store.inbox)
+    text = repo[merged.commit].message  # type: ignore[attr-defined]
+    assert text.startswith(f"distilld: merge origin/main ({len(merged.store.inbox)} version(s) kept in inbox/)")
+    assert "\nResolutions:\n" in text
+    assert all(f"\n    {line}" in text for line in merged.store.resolutions)
