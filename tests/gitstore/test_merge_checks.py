@@ -225,3 +225,18 @@ def test_a_knowledge_file_changed_on_both_sides_is_kept_and_said_in_the_commit(r
     assert text.startswith(f"distilld: merge origin/main ({len(merged.store.inbox)} version(s) kept in inbox/)")
     assert "\nResolutions:\n" in text
     assert all(f"\n    {line}" in text for line in merged.store.resolutions)
+
+
+def test_failures_both_sides_had_are_listed_and_the_commit_carries_its_trailers(repo: pygit2.Repository,
+                                                                              tmp_path: Path) -> None:
+    files = {**store_files(tmp_path), "projects/unpointed.md": b"# No SPINE line, on both machines\n"}
+    base = commit(repo, files, [])
+    ours = commit(repo, {**files, "README.txt": b"edited here\n"}, [base.id])
+    theirs = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Page first.\n"}, [base.id])
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "pass-7", DEFAULT_CAPS, Sides(), "origin/main")
+    assert merged.ok and merged.commit is not None and merged.store is not None and merged.store.inherited
+    text = repo[merged.commit].message  # type: ignore[attr-defined]
+    assert text.startswith("distilld: merge origin/main\n")
+    listed = [f"    [{f.group}] {f.message}" for f in merged.store.inherited[:20]]
+    assert "\nFailures both sides already had (not caused by this merge):\n" + "\n".join(listed) + "\n" in text
+    assert "Distilld-Operation: sync-merge" in text and "Distilld-Pass: pass-7" in text
