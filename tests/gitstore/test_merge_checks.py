@@ -229,14 +229,18 @@ def test_a_knowledge_file_changed_on_both_sides_is_kept_and_said_in_the_commit(r
 
 def test_failures_both_sides_had_are_listed_and_the_commit_carries_its_trailers(repo: pygit2.Repository,
                                                                               tmp_path: Path) -> None:
-    files = {**store_files(tmp_path), "projects/unpointed.md": b"# No SPINE line, on both machines\n"}
+    unpointed = {f"projects/unpointed-{i:02}.md": b"# No SPINE line, on both machines\n" for i in range(21)}
+    files = {**store_files(tmp_path), **unpointed}
     base = commit(repo, files, [])
-    ours = commit(repo, {**files, "README.txt": b"edited here\n"}, [base.id])
-    theirs = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Page first.\n"}, [base.id])
+    ours = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Ours: roll back.\n"}, [base.id])
+    theirs = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Theirs: page first.\n"}, [base.id])
     merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "pass-7", DEFAULT_CAPS, Sides(), "origin/main")
-    assert merged.ok and merged.commit is not None and merged.store is not None and merged.store.inherited
+    assert merged.ok and merged.commit is not None and merged.store is not None
+    assert len(merged.store.inherited) > 20 and merged.store.resolutions
     text = repo[merged.commit].message  # type: ignore[attr-defined]
-    assert text.startswith("distilld: merge origin/main\n")
+    assert text.startswith("distilld: merge origin/main (")
     listed = [f"    [{f.group}] {f.message}" for f in merged.store.inherited[:20]]
-    assert "\nFailures both sides already had (not caused by this merge):\n" + "\n".join(listed) + "\n" in text
+    # after the resolutions, the first 20 inherited failures and no more
+    assert "\nFailures both sides already had (not caused by this merge):\n" + "\n".join(listed) + "\n\n" in text
+    assert "\nResolutions:\n" in text.split("Failures both sides")[0]
     assert "Distilld-Operation: sync-merge" in text and "Distilld-Pass: pass-7" in text
