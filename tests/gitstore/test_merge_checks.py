@@ -8,11 +8,21 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import healthy_store
-from distilld.gitstore.merge import TreeFiles, TreeMerge, flatten, incoming_problems, merge_commits
+from builders import FIXED_NOW, healthy_store
+from distilld.actions.gc import run_gc_apply
+from distilld.gitstore.merge import (
+    TreeFiles,
+    TreeMerge,
+    flatten,
+    incoming_problems,
+    is_store_path,
+    merge_commits,
+)
 from distilld.gitstore.repo import ATTRIBUTE_LINES, BLOCK_END, BLOCK_START
+from distilld.policy import load_policy
 from distilld.store.caps import DEFAULT_CAPS
 from distilld.store.merge import Sides
+from hostile import busy_store
 from pygit2.enums import FileMode
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -244,3 +254,23 @@ def test_failures_both_sides_had_are_listed_and_the_commit_carries_its_trailers(
     assert "\nFailures both sides already had (not caused by this merge):\n" + "\n".join(listed) + "\n\n" in text
     assert "\nResolutions:\n" in text.split("Failures both sides")[0]
     assert "Distilld-Operation: sync-merge" in text and "Distilld-Pass: pass-7" in text
+
+
+def test_a_file_archived_on_their_side_leaves_the_merged_tree(repo: pygit2.Repository, tmp_path: Path) -> None:
+    def tree_files(root: Path) -> dict[str, bytes]:
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+                if p.is_file() and is_store_path(p.relative_to(root).as_posix())}
+
+    machine = tmp_path / "machine"
+    busy_store(machine)
+    before = {**tree_files(machine), ".gitattributes": ATTRIBUTES_TEXT, "README.txt": b"notes\n"}
+    run_gc_apply(machine, load_policy(), lambda: FIXED_NOW)  # archives projects/heron.md
+    after = {**tree_files(machine), ".gitattributes": ATTRIBUTES_TEXT, "README.txt": b"notes\n"}
+    assert "projects/heron.md" in before and "projects/heron.md" not in after
+    base = commit(repo, before, [])
+    ours = commit(repo, {**before, "README.txt": b"edited here\n"}, [base.id])
+    theirs = commit(repo, after, [base.id])
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    assert merged.ok and merged.commit is not None
+    tree = repo[merged.commit].tree  # type: ignore[attr-defined]
+    assert "projects/heron.md" not in tree and "archive/projects/heron.md" in tree
