@@ -199,6 +199,7 @@ def test_an_out_of_order_line_is_reported_once_against_the_line_before_it(tmp_pa
 @pytest.mark.parametrize(("source", "target"), [
     ("../outside.md", "archive/../outside.md"), ("/etc/hostname", "archive//etc/hostname"),
     ("projects/kestrel.md", "archive/projects/other.md"), ("SPINE.md", "archive/SPINE.md"),
+    ("evidence/craft/testing.md", "archive/evidence/craft/testing.md"),  # in the store, not a tier path
 ])
 @pytest.mark.parametrize("done", [False, True])
 def test_manifest_paths_failing_containment_stop_recovery_and_revert(store: Path, source: str, target: str,
@@ -210,6 +211,19 @@ def test_manifest_paths_failing_containment_stop_recovery_and_revert(store: Path
         {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": done}))
     before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
     run = (lambda: run_gc_revert(store, POLICY, now, None)) if done else (lambda: run_gc_apply(store, POLICY, now))
-    with pytest.raises(RecoveryStopped, match="fails path containment"):
+    with pytest.raises(RecoveryStopped) as stopped:
         run()
+    assert str(stopped.value) == (f"{store / MANIFESTS / '20261130T120000Z.json'}: move {source} -> {target} fails "
+                                  "path containment (a tier path and archive/ + that path); stopped, nothing "
+                                  "more was changed")
     assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before
+
+
+def test_a_spine_with_invalid_utf8_keeps_its_bytes_when_gc_edits_it(store: Path) -> None:
+    spine = (store / "SPINE.md").read_bytes().replace(b"canary then soak", b"canary then soak \xff\xfe")
+    (store / "SPINE.md").write_bytes(spine)
+    StoreBuilder(store).rebuild_catalog()
+    report = run_gc_apply(store, POLICY, now)
+    assert report.outcome is not None and report.outcome.moved == ["projects/heron.md"]
+    assert (store / "SPINE.md").read_bytes() == spine.replace(HERON_ENTRY.encode() + b"\n", b"")
+    assert gc_engine.GcOutcome(None).still_over_budget == [] and gc_engine.GcOutcome(None).ok
