@@ -79,3 +79,8 @@ class NotRunning(DistilldError):
     """No distilld process follows this store; 3 is the LSB code for "not running"."""
 
     exit_code = 3
+
+
+class UnsafeStore(StoreError):
+    """The store holds something a write pass must not write through or record (a symbolic link
+    where a managed folder should be, a name the ledger cannot hold, a ledger that shrank)."""

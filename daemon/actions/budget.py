@@ -63,6 +63,9 @@ def render_text(report: BudgetReport) -> str:
     out.append(f"project files past their staleness threshold: {len(report.stale_projects)}")
     out += [f"    - {s.path}: last activity {s.stamp}, {s.days} days (threshold {s.threshold})"
             for s in report.stale_projects]
+    if report.unsafe_names:
+        out.append(f"file names no pass will archive, restore or catalog: {len(report.unsafe_names)}")
+        out += [f"    - {path!r}: {reason}" for path, reason in report.unsafe_names]
     out.append(
         f"debt: {report.debt} (= {report.spine_bytes_over} SPINE bytes over + {len(report.entries_over)} entries"
         f" + {len(report.files_over)} files + {len(report.stale_projects)} stale projects"

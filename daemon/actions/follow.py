@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from ..engine.guard import LostLines, guarded_pass, lost_ledger_lines
 from ..engine.lock import AcquireKind, AcquireResult, StoreLock, default_owner
 from ..errors import LockLost
 from ..policy import Policy
@@ -34,10 +35,11 @@ class FollowReport:
     takeover: AcquireResult | None = None  # a stale lock taken over to write the catalog
     failures: list[Finding] = field(default_factory=list)  # C1-C3 findings that fail
     budget: BudgetReport | None = None
+    ledger_lost: LostLines | None = None  # ledger lines gone since the last pass: nothing is written
 
     @property
     def ok(self) -> bool:
-        return not self.failures
+        return not self.failures and self.ledger_lost is None
 
 
 def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
@@ -50,7 +52,8 @@ def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
     snapshot = passes.snapshot(store)
     findings = passes.check(snapshot, policy.caps)
     report = FollowReport(snapshot.root, snapshot.layout)
-    if snapshot.layout is not Layout.UNMIGRATED:
+    report.ledger_lost = lost_ledger_lines(snapshot.root)
+    if snapshot.layout is not Layout.UNMIGRATED and report.ledger_lost is None:
         reasons = stale_reasons(snapshot, findings)
         if reasons:
             report.catalog_reasons = reasons
@@ -59,7 +62,8 @@ def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
             if acquired.kind is AcquireKind.TOOK_OVER:
                 report.takeover = acquired
             try:
-                report.catalog_written = write_catalog(snapshot.root, clock()).written
+                with guarded_pass(snapshot.root):
+                    report.catalog_written = write_catalog(snapshot.root, clock()).written
             finally:
                 if acquired.kind is not AcquireKind.ALREADY_HELD:  # else the caller holds it
                     try:

@@ -1,4 +1,5 @@
-"""Running a write pass under the store lock: take it, build the context, always release it."""
+"""Running a write pass under the store lock: take it, check the store may be written
+(engine/guard.py), build the context, always release it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..engine.context import PassContext
+from ..engine.guard import guarded_pass
 from ..engine.lock import AcquireKind, StoreLock, default_owner
 from ..errors import LockHeld, LockLost, StoreError, StoreRefused
 from ..policy import Policy
@@ -62,7 +64,7 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
     """Hold the store's .lock for the duration of a pass (never breaking a fresh one)."""
     root = store.expanduser().resolve()
     require_store_folder(root)
-    with store_lock_held(root, policy, wait, owner) as lock:
+    with store_lock_held(root, policy, wait, owner) as lock, guarded_pass(root):
         refuse_unreadable_text(root)
         context = PassContext(root, lock, clock, policy.caps, policy.spine.entry_target_bytes)
         context.take_baseline()

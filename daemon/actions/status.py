@@ -14,6 +14,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..engine.guard import lost_ledger_lines
+from ..store.safety import store_links, store_unsafe_names
+
 PASS_ORDER = ("follow", "check", "commit", "sync", "compaction", "lifecycle", "reconcile")
 STALE_STATUS_SECONDS = 180  # the daemon rewrites status.json at least every minute
 LONG_WAIT_SECONDS = 900
@@ -122,8 +125,28 @@ def build_view(store: Path, data: dict[str, Any] | None, pid: int | None, servic
                files: dict[str, str], now: float | None = None) -> StatusView:
     running = pid is not None
     view = StatusView(store, running, pid if pid and pid > 0 else None, data, service, files)
-    view.stuck = find_stuck(data, running, service, time.time() if now is None else now)
+    view.stuck = find_stuck(data, running, service, time.time() if now is None else now) + store_problems(store)
     return view
+
+
+def store_problems(store: Path) -> list[str]:
+    """What keeps every write pass from running, read from the store itself (so it shows while
+    the daemon is down too): a shrunken ledger, a linked folder, names no pass will record."""
+    root = store.expanduser()
+    if not root.is_dir():
+        return []
+    root = root.resolve()
+    problems: list[str] = []
+    lost = lost_ledger_lines(root)
+    if lost is not None:
+        problems.append(str(lost))
+    problems += [f"{link}: a symbolic link in the store; every write pass refuses until it is a real folder"
+                 for link in store_links(root)[:5]]
+    unsafe = store_unsafe_names(root)
+    if unsafe:
+        problems.append(f"{len(unsafe)} file name(s) no pass will archive, restore or catalog: "
+                        + "; ".join(str(u) for u in unsafe[:3]))
+    return problems
 
 
 def _now_line(data: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..engine.guard import guarded_pass
 from ..engine.lock import AcquireKind, StoreLock, default_owner
 from ..engine.recovery import interrupted_passes
 from ..errors import LockHeld, LockLost
@@ -53,7 +54,8 @@ def lock_holder(root: Path, policy: Policy, owner: str | None = None) -> Callabl
             raise GitBusy(f"{root}/.lock is held ({who}): a distillation is running; its changes are "
                           "committed and synced once it has finished") from None
         try:
-            yield lock
+            with guarded_pass(Path(root).resolve()):  # no checkout through a link, no shrunken ledger
+                yield lock
         finally:
             if taken.kind is not AcquireKind.ALREADY_HELD:  # else an outer pass holds it and releases it
                 try:

@@ -13,6 +13,7 @@ from datetime import date
 from ..store.lifecycle import activity, exemption, is_candidate
 from ..store.mentions import path_mentions
 from ..store.paths import archived_path, contained
+from ..store.safety import unsafe_name_reason
 from ..store.snapshot import Snapshot
 from ..store.spine import Spine, SpineEditor
 from ..store.text import clip, encode
@@ -121,6 +122,11 @@ def _family_verdict(snapshot: Snapshot, family: tuple[str, ...], today: date, de
     for member in family:
         file = snapshot.knowledge(member)
         who = "it" if member == head else member
+        unsafe = unsafe_name_reason(member)
+        if unsafe:  # the ledger and the catalog would hold it changed, or broken: left where it is
+            named = "the name" if member == head else f"the name {member!r}"
+            return Skip(head, "blocked", f"{named} cannot be written to the ledger unchanged "
+                                         f"({unsafe}); rename the file to archive it{together}")
         if not contained(member, "tier") or not is_candidate(member, candidate_dirs):
             return Skip(head, "ineligible", f"{who} is not directly under {'/, '.join(candidate_dirs)}/{together}")
         reason = exemption(file)

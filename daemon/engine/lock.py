@@ -12,6 +12,11 @@ the same persistent flock mutex `.lock.takeover`, the same staleness rule and th
   object wrote (owner and epoch): a stale holder that was taken over learns it (LockLost) and
   writes nothing, not even its checkpoint.
 
+One addition to the script's rules: a lock that is provably abandoned (its owner names a
+distilld process of this machine that no longer runs, or whose pid now belongs to a process
+started after the lock was written) is taken over at once, under the mutex exactly as a stale
+one, and logged; any other owner's lock keeps the stale period.
+
 Wall-clock time (the `.lock` epoch, the ISO stamps, staleness) comes from the injected ``clock``;
 waits and polls use the monotonic clock, so a frozen test clock cannot make a wait endless.
 A StoreLock is not thread-safe: use one per thread of control.
@@ -37,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import LockHeld, LockIOError, LockLost, LockUsageError
+from ..log import get_logger
 
 if TYPE_CHECKING:
     from ..policy import LockPolicy
@@ -56,6 +62,7 @@ __all__ = [
     "default_owner",
     "format_iso",
     "lock_status",
+    "pid_alive",
     "read_lock",
 ]
 
@@ -79,6 +86,7 @@ _FIRST_LINE_MAX = 4096
 _NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS})
 # `.status.tmp.<pid>` is per process only, so threads of one process must not write it at once.
 _STATUS_WRITE = threading.Lock()
+_log = get_logger("distilld.lock")
 
 
 def format_iso(epoch: int) -> str:
@@ -186,14 +194,64 @@ class AcquireResult:
     epoch: int
     previous_owner: str | None = None
     previous_age: int | None = None
+    abandoned: str | None = None  # why a fresh lock was taken over: its owner is provably gone
 
     def __str__(self) -> str:
         # The script's words, so logs read the same whichever client took the lock.
         if self.kind is AcquireKind.ALREADY_HELD:
             return "acquired (already held)"
+        if self.kind is AcquireKind.TOOK_OVER and self.abandoned:
+            return f"acquired (took over abandoned lock from {self.previous_owner}: {self.abandoned})"
         if self.kind is AcquireKind.TOOK_OVER:
             return f"acquired (took over stale lock from {self.previous_owner})"
         return "acquired"
+
+
+def _process_start_epoch(pid: int) -> float | None:
+    """When process ``pid`` started (wall clock), from /proc; None where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        with open("/proc/stat", "rb") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith(b"btime "))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError, StopIteration):
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    """Does process ``pid`` of this machine run (someone else's counts)? A pid below 1 is never
+    judged dead."""
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def abandoned_owner(line: LockLine) -> str | None:
+    """Why a lock is provably abandoned, or None: its owner names a distilld process of this
+    machine (``distilld.<host>.<pid>``) and that process is gone, or the pid now belongs to a
+    process started after the lock was last written (a reused pid cannot have written it)."""
+    prefix = default_owner().rsplit(".", 1)[0] + "."
+    if not line.owner.startswith(prefix):
+        return None
+    pid_text = line.owner[len(prefix):]
+    if _DIGITS.fullmatch(pid_text.encode()) is None:
+        return None
+    pid = int(pid_text)
+    if pid == os.getpid() or pid <= 0:
+        return None
+    if not pid_alive(pid):
+        return f"its owner, process {pid} of this machine, no longer runs"
+    started = _process_start_epoch(pid)
+    if started is not None and started > line.epoch + 2:  # 2 s: clock-tick rounding of the start time
+        return f"process {pid} of this machine started after the lock was written (a reused pid)"
+    return None
 
 
 class _MutexBusy(Exception):
@@ -404,7 +462,8 @@ class StoreLock:
         if line.owner == self.owner:
             return self._refresh_own(line)
         age = now - line.epoch
-        if age < self.stale_seconds:
+        abandoned = abandoned_owner(line) if age < self.stale_seconds else None
+        if age < self.stale_seconds and abandoned is None:
             return line
         try:
             with self._mutex():
@@ -415,7 +474,10 @@ class StoreLock:
                 self._replace_lock(now)
                 self._epoch = now
                 self._status_after_taking(now, mutex_held=True)
-                return AcquireResult(AcquireKind.TOOK_OVER, now, line.owner, age)
+                if abandoned is not None:
+                    _log.info("lock.abandoned_taken_over", lock=str(self.lock_path), previous_owner=line.owner,
+                              age_seconds=age, why=abandoned)
+                return AcquireResult(AcquireKind.TOOK_OVER, now, line.owner, age, abandoned)
         except _MutexBusy:
             return None
 

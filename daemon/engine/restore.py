@@ -28,6 +28,7 @@ from ..store.paths import (
     is_legacy,
     strip_archive,
 )
+from ..store.safety import unsafe_name_reason
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.spine import Spine, add_entry, find_entry, room_problem
 from ..store.text import decode, encode, sha256_hex, unescape_free_text
@@ -115,6 +116,10 @@ def _family(snapshot: Snapshot, archived: str) -> list[str]:
 def plan_restore(snapshot: Snapshot, given: str, entry_cap: int, entry_target: int,
                  spine_max_lines: int, spine_max_bytes: int) -> list[RestoreMember]:
     path = given
+    unsafe = unsafe_name_reason(path)
+    if unsafe:
+        raise RestoreRefused(f"{given!r}: the name cannot be written to the ledger unchanged ({unsafe}); "
+                             "rename the archived file first; nothing restored")
     if path.startswith(LEGACY_PREFIX) or (path.startswith("archive/") and is_legacy(path)):
         if not contained(path, "store") or path not in snapshot.archive_paths:
             raise RestoreRefused(f"{given}: no such legacy archive file; `distilld catalog --print` lists them")

@@ -102,7 +102,7 @@ def write_state_file(path: Path, data: bytes) -> None:
     has to survive a crash of distilld, not of the machine (losing it loses a backoff or a
     pending index repair, never store data)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = path.with_name(fs.temp_name(path.name))  # the one temp pattern, swept once we are gone
     temporary.write_bytes(data)
     os.replace(temporary, path)
 

@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any
 
 from .. import __version__
+from ..engine.guard import sweep_temp_files
 from ..engine.lock import LockStateKind, default_owner
 from ..errors import DistilldError, StoreError
 from ..log import ActivityLog, StatusFile, configure_logging, console_mode, get_logger, read_json, utc_stamp
@@ -91,6 +92,7 @@ class Daemon:
                               log_settings.max_bytes, log_settings.backups)
             policy = load_policy(self.settings.policy)
             self.env = self._make_env(policy)
+            self._sweep_temp_files()
             self._install_signals()
             return self._run_once() if self.once else self._serve()
         finally:
@@ -117,6 +119,14 @@ class Daemon:
         except Exception:  # an odd repository must not keep the daemon from starting
             log.exception("git.state_failed")
         return env
+
+    def _sweep_temp_files(self) -> None:
+        """Temp files a killed distilld left (in the store and the state folder) go at start-up."""
+        folders = [self.paths.state] + ([self.store] if self.store.is_dir() else [])
+        removed = sweep_temp_files(*folders)
+        if removed and self.env is not None:
+            self.env.activity.write(f"removed {len(removed)} temp file(s) left by processes that no longer run: "
+                                    + ", ".join(str(p) for p in removed[:5]))
 
     # -- signals ---------------------------------------------------------------------------
 

@@ -127,7 +127,9 @@ class JobEnv:
                 self.lock_changed.clear()
                 continue
             self.clear_waiting()
-            if result.kind is AcquireKind.TOOK_OVER:
+            if result.kind is AcquireKind.TOOK_OVER and result.abandoned:
+                self.activity.write(f"took over the lock of {result.previous_owner} for {job}: {result.abandoned}")
+            elif result.kind is AcquireKind.TOOK_OVER:
                 self.activity.write(
                     f"took over a stale lock from {result.previous_owner} ({result.previous_age} s "
                     f"without a heartbeat; stale after {self.policy.lock.stale_seconds} s) for {job}")
@@ -267,6 +269,10 @@ def follow(env: JobEnv, trigger: str) -> PassResult:
         return _wait_later(env, env.lock_state())  # a distiller started between our look and our lock
     finally:
         _release(held)
+    if report.ledger_lost is not None:
+        # Nothing is written or committed while lines are missing: a commit would spread the loss.
+        env.activity.write(f"stuck: {report.ledger_lost}")
+        return PassResult(False, str(report.ledger_lost))
     if report.catalog_written:
         if env.watcher is not None:
             env.watcher.mark_own([CATALOG])

@@ -11,6 +11,7 @@ from typing import Any
 
 from .lifecycle import DEFAULT_STALENESS_DAYS, activity, exemption, is_candidate
 from .paths import SPINE
+from .safety import unsafe_names
 from .snapshot import Snapshot
 from .text import clip, decode
 
@@ -64,6 +65,7 @@ class BudgetReport:
     oversize_exempt: list[tuple[str, str]] = field(default_factory=list)
     stale_projects: list[StaleProject] = field(default_factory=list)
     spine_unreadable: str | None = None  # why SPINE.md cannot be read as text: no figure is counted
+    unsafe_names: list[tuple[str, str]] = field(default_factory=list)  # (path, why no pass records it)
 
     @property
     def tokens_estimate(self) -> int:
@@ -130,4 +132,5 @@ def measure_budget(snapshot: Snapshot, limits: BudgetLimits, today: date) -> Bud
         seen = activity(file, today, limits.staleness_days)
         if seen is not None and seen.stale:
             report.stale_projects.append(StaleProject(path, seen.stamp, seen.age_days, seen.threshold_days))
+    report.unsafe_names = [(u.path, u.reason) for u in unsafe_names(sorted(snapshot.contents))]
     return report

@@ -3,16 +3,192 @@
 Every write lands in a temporary file in the same directory, is flushed to disk, and then
 renamed over its target, so a reader (or a crash) sees the old bytes or the new ones, never
 a torn file.
+
+No write goes through a symbolic link. While a pass runs, its store root is registered
+(``confined_to``); every path under it is reached from the root one component at a time with
+``O_NOFOLLOW | O_DIRECTORY`` and the ``dir_fd`` forms, so a folder swapped for a link (even
+after the pass's own checks) makes the write fail with UnsafeStore instead of landing outside
+the store. The file itself is opened with ``O_NOFOLLOW`` and a link in its place is refused.
+
+Temporary files are named ``.<name>.distilld-tmp.<pid>.<hex>`` (``temp_name``), so a sweep can
+tell ours, and whose, from anything else.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
+import stat
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from ..errors import UnsafeStore
 from .text import encode
+
+# distilld's temp files: `.<name>.distilld-tmp.<pid>.<hex>`; group 1 is the writer's pid.
+TEMP_RE = re.compile(r"^\..*\.distilld-tmp\.([0-9]+)\.[0-9a-f]+$")
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# The store roots of the passes running on this thread (a daemon's other threads, writing its
+# status file, are not confined to the store).
+_CONFINED = threading.local()
+
+
+def temp_name(name: str) -> str:
+    """The temp name for a file called ``name``: hidden, marked as distilld's, with our pid."""
+    return f".{name}.distilld-tmp.{os.getpid()}.{secrets.token_hex(4)}"
+
+
+def _roots() -> list[str]:
+    roots: list[str] | None = getattr(_CONFINED, "roots", None)
+    if roots is None:
+        roots = _CONFINED.roots = []
+    return roots
+
+
+@contextmanager
+def confined_to(root: Path) -> Iterator[None]:
+    """While the block runs, every write this thread makes must land under ``root`` and is
+    checked component by component; a path outside it (a crafted journal's ``../x``, an
+    absolute path) is refused."""
+    roots = _roots()
+    roots.append(os.path.abspath(root))
+    try:
+        yield
+    finally:
+        roots.pop()
+
+
+def _confining_root(path: str) -> str | None:
+    """The confining root ``path`` lies under; None when this thread is not confined. Raises
+    UnsafeStore for a path outside every root of a confined thread."""
+    roots = _roots()
+    if not roots:
+        return None
+    found = [r for r in roots if path == r or path.startswith(r.rstrip(os.sep) + os.sep)]
+    if not found:
+        raise UnsafeStore(f"{path}: outside the store {roots[-1]}; a pass writes only inside its store "
+                          "(a journal or manifest naming this path was crafted or damaged), so nothing "
+                          "was written")
+    return max(found, key=len)
+
+
+def link_refusal(link: str, target: str) -> UnsafeStore:
+    return UnsafeStore(f"{link} is a symbolic link (to {target}): distilld never writes through a link, "
+                       "so nothing was written. Replace the link with a real folder (move the files "
+                       "back into the store), then run the pass again.")
+
+
+def _refuse_link(shown: str, name: str, dir_fd: int) -> None:
+    try:
+        target = os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        return
+    raise link_refusal(shown, target)
+
+
+def _open_directory(directory: str, create: bool) -> int:
+    """A descriptor on ``directory``; under a confined root, reached without following links."""
+    root = _confining_root(directory)
+    if root is None:
+        if create:
+            os.makedirs(directory, exist_ok=True)
+        return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    relative = os.path.relpath(directory, root)
+    parts = [] if relative == "." else relative.split(os.sep)
+    if ".." in parts:
+        raise UnsafeStore(f"{directory}: outside the store {root}; nothing was written")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    shown = root
+    try:
+        for part in parts:
+            shown = os.path.join(shown, part)
+            try:
+                next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass  # made meanwhile: opened (and checked) below
+                next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                    _refuse_link(shown, part, fd)
+                raise
+            os.close(fd)
+            fd = next_fd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextmanager
+def _parent(path: Path, create: bool = False) -> Iterator[tuple[int, str]]:
+    """The parent directory's descriptor and the file's name in it."""
+    full = os.path.abspath(path)
+    fd = _open_directory(os.path.dirname(full), create)
+    try:
+        yield fd, os.path.basename(full)
+    finally:
+        os.close(fd)
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _refuse_link_in_place(path: Path, name: str, dir_fd: int) -> None:
+    if _is_link(name, dir_fd):
+        _refuse_link(str(path), name, dir_fd)
+
+
+def _open_file(name: str, dir_fd: int, flags: int, mode: int = 0o666) -> int:
+    return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+
+
+def _write_file(name: str, dir_fd: int, flags: int, data: bytes, durable: bool, mode: int | None = None) -> None:
+    """Open ``name`` in ``dir_fd`` (never through a link), write ``data`` whole, sync, close."""
+    fd = _open_file(name, dir_fd, flags)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+        if mode is not None:
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def _read_existing(path: Path) -> bytes | None:
+    """The file's bytes, never through a link; None when it does not exist."""
+    try:
+        with _parent(path) as (dir_fd, name):
+            _refuse_link_in_place(path, name, dir_fd)
+            fd = _open_file(name, dir_fd, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
 def line_ending_of(raw: bytes) -> bytes:
@@ -25,14 +201,6 @@ def with_line_ending(text_lf: bytes, ending: bytes) -> bytes:
     return text_lf if ending == b"\n" else text_lf.replace(b"\n", ending)
 
 
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def atomic_write(path: Path, data: bytes, durable: bool = True, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically and durably (with permission bits ``mode``
     when given: the status file and service units are written this way too).
@@ -40,39 +208,41 @@ def atomic_write(path: Path, data: bytes, durable: bool = True, mode: int | None
     ``durable=False`` leaves the flush to a later ``sync_barrier``: for a plan whose journal
     already holds these exact bytes, so a write lost to a power cut is simply done again.
     """
-    directory = path.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    temporary = directory / f".{path.name}.distilld-tmp.{os.getpid()}.{secrets.token_hex(4)}"
-    try:
-        with open(temporary, "xb") as handle:
-            handle.write(data)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
-    if durable:
-        _fsync_directory(directory)
+    with _parent(path, create=True) as (dir_fd, name):
+        _refuse_link_in_place(path, name, dir_fd)
+        temporary = temp_name(name)
+        try:
+            _write_file(temporary, dir_fd, os.O_WRONLY | os.O_CREAT | os.O_EXCL, data, durable, mode)
+            os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        finally:
+            if _exists(temporary, dir_fd):
+                os.unlink(temporary, dir_fd=dir_fd)
+        if durable:
+            os.fsync(dir_fd)
+
+
+def _append(path: Path, chunk: bytes, durable: bool) -> bool:
+    """Append ``chunk``; True when the file was created by this call."""
+    with _parent(path, create=True) as (dir_fd, name):
+        _refuse_link_in_place(path, name, dir_fd)
+        created = not _exists(name, dir_fd)
+        _write_file(name, dir_fd, os.O_WRONLY | os.O_APPEND | os.O_CREAT, chunk, durable)
+        if created and durable:
+            os.fsync(dir_fd)
+    return created
 
 
 def append_bytes(path: Path, data: bytes, durable: bool = True) -> None:
     """Append bytes to a file this program writes itself (a journal it knows ends with a line
     break): no read of the file first, so appending stays cheap however long it grows."""
-    with open(path, "ab") as handle:
-        handle.write(data)
-        handle.flush()
-        if durable:
-            os.fsync(handle.fileno())
+    _append(path, data, durable)
 
 
 def remove(path: Path) -> None:
     """Delete a file durably (a revert removing what a migration created)."""
-    path.unlink()
-    _fsync_directory(path.parent)
+    with _parent(path) as (dir_fd, name):
+        os.unlink(name, dir_fd=dir_fd)
+        os.fsync(dir_fd)
 
 
 def sync_barrier() -> None:
@@ -82,21 +252,20 @@ def sync_barrier() -> None:
 
 def write_text_keeping_endings(path: Path, text_lf: str) -> bytes:
     """Write LF text, converted to the line ending the existing file uses; returns the bytes."""
-    try:
-        ending = line_ending_of(path.read_bytes())
-    except FileNotFoundError:
-        ending = b"\n"
+    existing = _read_existing(path)
+    ending = line_ending_of(existing) if existing is not None else b"\n"
     data = with_line_ending(encode(text_lf), ending)
     atomic_write(path, data)
     return data
 
 
 def fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with _parent(path) as (dir_fd, name):
+        fd = _open_file(name, dir_fd, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def append_line(path: Path, line: str, header: str = "", durable: bool = True) -> None:
@@ -104,12 +273,12 @@ def append_line(path: Path, line: str, header: str = "", durable: bool = True) -
 
     A file without a final newline gets one first, so the line never joins its neighbour; the
     line takes the file's own ending. ``durable=False`` skips the fsync, for journal lines that
-    only speed a resume up (every step they record is idempotent).
+    only speed a resume up (every step they record is idempotent). A line holding a line
+    break is refused: it would become two lines, and a ledger can never be mended.
     """
-    try:
-        existing = path.read_bytes()
-    except FileNotFoundError:
-        existing = None
+    if "\n" in line or "\r" in line:
+        raise ValueError(f"{path}: refusing to append a line holding a line break: {line[:70]!r}")
+    existing = _read_existing(path)
     ending = line_ending_of(existing) if existing else b"\n"
     chunk = b""
     if existing is None:
@@ -117,44 +286,43 @@ def append_line(path: Path, line: str, header: str = "", durable: bool = True) -
     elif existing and not existing.endswith(b"\n"):
         chunk += ending
     chunk += encode(line) + ending
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "ab") as handle:
-        handle.write(chunk)
-        handle.flush()
-        if durable:
-            os.fsync(handle.fileno())
-    if existing is None and durable:
-        _fsync_directory(path.parent)
+    _append(path, chunk, durable)
 
 
 def move_exact(source: Path, target: Path) -> None:
     """Move a file byte for byte (a rename: the bytes are never rewritten); never overwrite."""
-    if target.exists() or target.is_symlink():
-        raise FileExistsError(f"{target} already exists; refusing to overwrite it")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        # link() fails if the name exists, where rename() would silently replace a file an
-        # old client wrote in the meantime; the unlink then completes the move.
-        os.link(source, target)
-        os.unlink(source)
-    except FileExistsError:
-        raise FileExistsError(f"{target} appeared meanwhile; refusing to overwrite it") from None
-    except OSError as error:
-        if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
-            raise
-        os.rename(source, target)  # a file system without hard links: the checked rename
-    _fsync_directory(target.parent)
-    if source.parent != target.parent:
-        _fsync_directory(source.parent)
+    with _parent(source) as (source_fd, source_name), _parent(target, create=True) as (target_fd, target_name):
+        _refuse_link_in_place(source, source_name, source_fd)
+        if _exists(target_name, target_fd):
+            raise FileExistsError(f"{target} already exists; refusing to overwrite it")
+        try:
+            # link() fails if the name exists, where rename() would silently replace a file an
+            # old client wrote in the meantime; the unlink then completes the move.
+            os.link(source_name, target_name, src_dir_fd=source_fd, dst_dir_fd=target_fd,
+                    follow_symlinks=False)
+            os.unlink(source_name, dir_fd=source_fd)
+        except FileExistsError:
+            raise FileExistsError(f"{target} appeared meanwhile; refusing to overwrite it") from None
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
+                raise
+            # a file system without hard links: the checked rename
+            os.rename(source_name, target_name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
+        os.fsync(target_fd)
+        if os.path.abspath(source.parent) != os.path.abspath(target.parent):
+            os.fsync(source_fd)
 
 
 def finish_interrupted_move(source: Path, target: Path) -> None:
     """A move killed between its link and its unlink leaves one file under two names: drop the
     old name. Any other pair of files is left for the caller to judge."""
     try:
-        if os.path.samefile(source, target):
-            os.unlink(source)
-            _fsync_directory(source.parent)
+        with _parent(source) as (source_fd, source_name), _parent(target) as (target_fd, target_name):
+            first = os.stat(source_name, dir_fd=source_fd, follow_symlinks=False)
+            second = os.stat(target_name, dir_fd=target_fd, follow_symlinks=False)
+            if (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino) and stat.S_ISREG(first.st_mode):
+                os.unlink(source_name, dir_fd=source_fd)
+                os.fsync(source_fd)
     except FileNotFoundError:
         pass
 
@@ -164,17 +332,15 @@ def copy_exact(source: Path, target: Path, durable: bool = True) -> None:
 
     ``durable=False`` leaves the flush to a ``sync_barrier`` (a backup of many files).
     """
-    if target.exists() or target.is_symlink():
-        raise FileExistsError(f"{target} already exists; refusing to overwrite it")
-    data = source.read_bytes()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "xb") as handle:
-        handle.write(data)
-        handle.flush()
+    with _parent(target, create=True) as (dir_fd, name):
+        if _exists(name, dir_fd):
+            raise FileExistsError(f"{target} already exists; refusing to overwrite it")
+        data = _read_existing(source)
+        if data is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file", str(source))
+        _write_file(name, dir_fd, os.O_WRONLY | os.O_CREAT | os.O_EXCL, data, durable)
         if durable:
-            os.fsync(handle.fileno())
-    if durable:
-        _fsync_directory(target.parent)
+            os.fsync(dir_fd)
 
 
 def patch_in_place(path: Path, offset: int, old: bytes, new: bytes, durable: bool = True) -> None:
@@ -182,7 +348,9 @@ def patch_in_place(path: Path, offset: int, old: bytes, new: bytes, durable: boo
     small write that cannot tear a line. Refuses when the bytes there are not ``old``."""
     if len(old) != len(new):
         raise ValueError("patch_in_place keeps the file's length: old and new must be as long")
-    with open(path, "r+b") as handle:
+    with _parent(path) as (dir_fd, name):
+        fd = _open_file(name, dir_fd, os.O_RDWR)
+    with os.fdopen(fd, "r+b") as handle:
         handle.seek(offset)
         if handle.read(len(old)) != old:
             raise ValueError(f"{path}: unexpected bytes at offset {offset}; not patched")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .findings import Finding, Group, fail, note
 from .paths import CATALOG, LEDGER, LOCAL_SPINE, SPINE
+from .safety import unsafe_name_reason
 from .snapshot import Snapshot
 
 BOM = b"\xef\xbb\xbf"
@@ -49,6 +50,11 @@ def hygiene_findings(snapshot: Snapshot) -> list[Finding]:
                           f"{error.path}: {error.message}; fix its permissions so the store can be checked"))
     unreadable = {error.path for error in snapshot.read_errors}
     for path, raw in snapshot.contents.items():
+        unsafe = unsafe_name_reason(path)
+        if unsafe:
+            found.append(note(_group_of(path), "unsafe-name", path,
+                              f"{path!r}: no pass will archive, restore or catalog it under this name "
+                              f"({unsafe}); rename it"))
         if path in unreadable:
             continue
         found += _encoding_notes(path, raw)

@@ -57,7 +57,9 @@ def _spine_pointers(snapshot: Snapshot) -> list[Finding]:
         elif not snapshot.exists(pointer):
             found.append(fail("C2", "spine-missing-target", pointer, f"SPINE pointer to missing file: {pointer}"))
     pointed = set(pointers)
-    for path in snapshot.tier_paths:
+    # Without a SPINE there is nothing to point from: C1 says "SPINE.md missing", and C2
+    # judges the rest (STORE-FORMAT.md 3.3 step 2, as the reference checker does).
+    for path in snapshot.tier_paths if spine is not None else []:
         if path not in pointed:
             found.append(fail("C2", "no-spine-pointer", path, f"active file has no SPINE pointer: {path}"))
     local = snapshot.local_spine

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .paths import ARCHIVE_PREFIX, contained
+from .safety import unsafe_name_reason
 from .stamps import STAMP_PATTERN, full_stamp, has_time, newest, stamp_later
 from .text import (
     decode,
@@ -179,10 +180,25 @@ def ledger_stamp(ledger: Ledger | None, now_stamp: str) -> str:
     return now_stamp
 
 
+class UnwritableLedgerValue(ValueError):
+    """A value that would not read back from the ledger as written (a line break splits the
+    line, for good: the ledger is append-only)."""
+
+
+def _writable(path: str, *values: str) -> None:
+    reason = unsafe_name_reason(path)
+    if reason:
+        raise UnwritableLedgerValue(f"{path!r}: refusing to write it into archive/LEDGER.md: {reason}")
+    for value in values:
+        if "\n" in value or "\r" in value:
+            raise UnwritableLedgerValue(f"refusing a ledger value holding a line break: {value[:70]!r}")
+
+
 def archive_event(
     stamp: str, tier_path: str, sha256: str, sha256_norm: str, reason: str, spine_entry: str
 ) -> str:
     """An ``archive`` line; free text is escaped and ``spine-entry`` comes last."""
+    _writable(tier_path, stamp, sha256, sha256_norm, reason, spine_entry)
     return (
         f"- {stamp} archive | from: {tier_path} | to: {ARCHIVE_PREFIX}{tier_path}"
         f" | sha256: {sha256} | sha256-norm: {sha256_norm}"
@@ -192,6 +208,7 @@ def archive_event(
 
 def restore_event(stamp: str, tier_path: str, reason: str, sha256: str | None, modified: bool = False) -> str:
     """A ``restore`` (or ``restore (modified)``) line; no checksum for a move never completed."""
+    _writable(tier_path, stamp, reason, sha256 or "")
     event = "restore (modified)" if modified else "restore"
     checksum = f" | sha256: {sha256}" if sha256 else ""
     return (

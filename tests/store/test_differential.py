@@ -157,3 +157,12 @@ def test_catalogs_are_byte_identical(tmp_path: Path, names: list[str]) -> None:
     _build(tmp_path / "store", names)
     ours = render_catalog(take_snapshot(tmp_path / "store"), FIXED_NOW).encode("utf-8", "surrogateescape")
     assert ours == oracle_catalog(tmp_path / "store")
+
+
+def test_spine_missing_agrees_and_skips_the_pointer_checks(tmp_path: Path) -> None:
+    # STORE-FORMAT.md 3.3 step 2: without SPINE.md both checkers skip the pointer checks, so C2
+    # passes a store whose only fault is the missing SPINE (C1 says so).
+    root = tmp_path / "store"
+    healthy_store(root)
+    (root / "SPINE.md").unlink()
+    assert distilld_verdicts(root) == oracle_verdicts(root) == {"C1": "FAIL", "C2": "PASS", "C3": "PASS"}

@@ -1,0 +1,166 @@
+"""The checks every write pass makes under the lock before it writes anything, in one place.
+
+* No symbolic link where the store keeps its folders (store/safety.py); while the pass runs,
+  every write under the root is made without following links (store/fs.py ``confined_to``).
+* Temp files of dead distilld processes (and of the lock protocol) are swept, and logged.
+* The ledger only grows: it is compared with the last version a pass saw, kept in the state
+  folder; a line that disappeared or changed stops the pass until the ledger is put back.
+
+``guarded_pass`` is entered by every shared pass entry point (actions/passes.py ``locked_pass``,
+the follow pass's catalog write, the sync's lock holder, the daemon's exclusive jobs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UnsafeStore
+from ..log import get_logger
+from ..settings import instance_key, state_dir
+from ..store import fs
+from ..store.paths import LEDGER
+from ..store.safety import store_links
+from .lock import pid_alive
+
+log = get_logger("distilld.guard")
+
+# The lock protocol's own temp names (STORE-FORMAT.md 2.2), beside distilld's fs.TEMP_RE.
+PROTOCOL_TEMP_RE = re.compile(r"^\.(?:lock\.(?:new|swap|mx)\.([0-9]+)\.[0-9A-Za-z]+|status\.tmp\.([0-9]+))$")
+SEEN_LEDGER = "LEDGER.seen.md"
+
+
+# -- links ------------------------------------------------------------------------------------
+
+def refuse_links(root: Path) -> None:
+    links = store_links(root)
+    if links:
+        first = links[0]
+        more = f" (and {len(links) - 1} more: {', '.join(str(x) for x in links[1:4])})" if len(links) > 1 else ""
+        raise UnsafeStore(f"{root / first.path} is a symbolic link (to {first.target}){more}: distilld never "
+                          "writes through a link, so this pass wrote nothing. Replace the link with a real "
+                          "folder holding the files, then run it again.")
+
+
+# -- temp files -------------------------------------------------------------------------------
+
+def temp_owner_pid(name: str) -> int | None:
+    """The pid in a distilld or lock-protocol temp file name, or None for any other name."""
+    match = fs.TEMP_RE.match(name)
+    if match:
+        return int(match.group(1))
+    match = PROTOCOL_TEMP_RE.match(name)
+    if match:
+        return int(match.group(1) or match.group(2))
+    return None
+
+
+def sweep_temp_files(*folders: Path) -> list[Path]:
+    """Remove the temp files of dead processes under ``folders`` (never into .git or through a
+    link); returns what was removed."""
+    removed: list[Path] = []
+    for folder in folders:  # os.walk of a missing folder yields nothing
+        for directory, dirnames, filenames in os.walk(folder, followlinks=False):
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+            for name in filenames:
+                pid = temp_owner_pid(name)
+                if pid is None or pid == os.getpid() or pid_alive(pid):
+                    continue
+                path = Path(directory, name)
+                try:
+                    path.unlink()
+                except FileNotFoundError:
+                    continue
+                removed.append(path)
+    for path in removed:
+        log.info("temp.removed", path=str(path), why="left by a process that no longer runs")
+    return removed
+
+
+# -- the ledger only grows --------------------------------------------------------------------
+
+def seen_ledger_path(root: Path) -> Path:
+    return state_dir() / instance_key(root) / SEEN_LEDGER
+
+
+def _event_lines(raw: bytes) -> Counter[bytes]:
+    return Counter(line.rstrip(b"\r") for line in raw.split(b"\n") if line.startswith(b"- "))
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class LostLines:
+    lines: list[str]
+    seen_copy: Path
+
+    def __str__(self) -> str:
+        shown = "; ".join(line[:100] for line in self.lines[:3])
+        more = f" and {len(self.lines) - 3} more" if len(self.lines) > 3 else ""
+        return (f"archive/LEDGER.md lost {len(self.lines)} line(s) since the last pass: {shown}{more}. "
+                f"The ledger only grows: put the lines back (they are in {self.seen_copy} and in git); "
+                "nothing is archived, restored or migrated until then")
+
+
+def lost_ledger_lines(root: Path) -> LostLines | None:
+    """The ledger lines the last pass saw that are no longer there (a changed line counts as
+    lost), or None. Read-only."""
+    copy = seen_ledger_path(root)
+    seen = _read(copy)
+    if seen is None:
+        return None
+    current = _read(root / LEDGER) or b""
+    missing = _event_lines(seen) - _event_lines(current)
+    if not missing:
+        return None
+    lines = [line.decode("utf-8", "surrogateescape") for line in missing.elements()]
+    return LostLines(lines, copy)
+
+
+def refuse_shrunken_ledger(root: Path) -> None:
+    lost = lost_ledger_lines(root)
+    if lost is not None:
+        raise UnsafeStore(f"{root / LEDGER}: {lost}")
+
+
+def remember_ledger(root: Path) -> None:
+    """Keep the ledger as this pass leaves it (only ever a superset of what was kept)."""
+    current = _read(root / LEDGER)
+    if current is None or lost_ledger_lines(root) is not None:
+        return
+    copy = seen_ledger_path(root)
+    if _read(copy) == current:
+        return
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    fs.atomic_write(copy, current, mode=0o600)
+
+
+# -- the pass -------------------------------------------------------------------------------
+
+def check_before_writing(root: Path) -> None:
+    """Every refusal, before the pass writes its first byte; and the sweep."""
+    refuse_links(root)
+    refuse_shrunken_ledger(root)
+    sweep_temp_files(root, state_dir() / instance_key(root), root / ".git" / "distilld")
+
+
+@contextmanager
+def guarded_pass(root: Path) -> Iterator[None]:
+    """Run a write pass on ``root`` (resolved, lock held): checked first, confined throughout,
+    and its ledger remembered at the end."""
+    check_before_writing(root)
+    try:
+        with fs.confined_to(root):
+            yield
+    finally:
+        remember_ledger(root)  # into the state folder, outside the confinement

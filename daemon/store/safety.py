@@ -1,0 +1,129 @@
+"""What a write pass must refuse before it writes: symbolic links where the store keeps its
+own folders, and file names that the ledger or the catalog cannot hold unchanged.
+
+Both are read without following any link (``os.scandir`` and ``lstat``), so the check itself
+never looks outside the store.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import CATALOG, LEDGER, SPINE, TIERS
+
+# The folders distilld writes into, and everything under them.
+MANAGED_DIRS: tuple[str, ...] = (*TIERS, "archive", "evidence", "inbox", "data", "local", "backup")
+# Folders wholly distilld's: a linked file in them is refused as well (a move's destination,
+# a journal). In the tier folders a linked file is only reported by check (C2).
+NO_LINKED_FILES: tuple[str, ...] = ("archive", "data")
+MANAGED_FILES: tuple[str, ...] = (SPINE, CATALOG, LEDGER)
+
+
+@dataclass(frozen=True)
+class StoreLink:
+    path: str  # relative to the store root
+    target: str
+
+    def __str__(self) -> str:
+        return f"{self.path} -> {self.target}"
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError as error:
+        return f"(unreadable: {error.strerror or error})"
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def store_links(root: Path) -> list[StoreLink]:
+    """Every symbolic link a write pass could be sent through: a managed folder (or a folder
+    under one), a linked file in archive/ or data/, and SPINE.md, CATALOG.md, the ledger."""
+    found: list[StoreLink] = []
+    for name in MANAGED_FILES:
+        if _is_link(root / name):
+            found.append(StoreLink(name, _link_target(root / name)))
+    for top in MANAGED_DIRS:
+        base = root / top
+        if _is_link(base):
+            found.append(StoreLink(top, _link_target(base)))
+            continue
+        files_too = top in NO_LINKED_FILES
+        for directory, dirnames, filenames in os.walk(base, followlinks=False):
+            here = Path(directory)
+            for name in sorted(dirnames + (filenames if files_too else [])):
+                if _is_link(here / name):
+                    relative = (here / name).relative_to(root).as_posix()
+                    if relative not in MANAGED_FILES:
+                        found.append(StoreLink(relative, _link_target(here / name)))
+    return found
+
+
+# -- names --------------------------------------------------------------------------------------
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_WINDOWS_ILLEGAL = re.compile(r'[<>:"|?*]')
+_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
+                       *(f"LPT{i}" for i in range(1, 10))})
+
+
+def unsafe_name_reason(path: str) -> str | None:
+    """Why ``path`` (relative, ``/``-separated) cannot be written into the ledger or the catalog
+    unchanged, or None. Non-ASCII and invalid UTF-8 (surrogate-escaped) names are fine."""
+    if " | " in path:
+        return "it holds ' | ', the field separator of the ledger and the catalog"
+    for part in path.split("/"):
+        control = _CONTROL.search(part)
+        if control:
+            return f"it holds the control character {control.group()!r} (a line break would split a ledger line)"
+        illegal = _WINDOWS_ILLEGAL.search(part)
+        if illegal:
+            return f"it holds {illegal.group()!r}, which Windows does not allow in a file name"
+        if part.startswith("-"):
+            return "a part of it starts with '-', which reads as a list item or an option"
+        if part.endswith((".", " ")) and part not in (".", ".."):  # those two are D10's to refuse
+            return "a part of it ends with a dot or a space, which Windows drops"
+        if part.split(".", 1)[0].upper() in _RESERVED:
+            return f"{part!r} is a reserved device name on Windows"
+    return None
+
+
+def breaks_a_row(path: str) -> bool:
+    """A name that cannot stand in a catalog or ledger row at all: a control character (a line
+    break splits the row) or the field separator."""
+    return " | " in path or _CONTROL.search(path) is not None
+
+
+@dataclass(frozen=True)
+class UnsafeName:
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path!r}: {self.reason}"
+
+
+def unsafe_names(paths: list[str]) -> list[UnsafeName]:
+    return [UnsafeName(p, why) for p in paths if (why := unsafe_name_reason(p)) is not None]
+
+
+def store_unsafe_names(root: Path) -> list[UnsafeName]:
+    """The knowledge files (``*.md`` under the tier folders, archive/, evidence/, inbox/) whose
+    names a pass would refuse to record; read without following links."""
+    paths: list[str] = []
+    for top in (*TIERS, "archive", "evidence", "inbox"):
+        for directory, dirnames, filenames in os.walk(root / top, followlinks=False):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            here = Path(directory).relative_to(root).as_posix()
+            paths += [f"{here}/{name}" for name in filenames if name.endswith(".md") and not name.startswith(".")]
+    return unsafe_names(sorted(paths))

@@ -1,0 +1,159 @@
+"""Mutation testing of the modules that guard the store's data (not part of CI: it is slow).
+
+    python -m pip install -e '.[mutation]'
+    python tests/benchmarks/mutation.py                      # every module, in priority order
+    python tests/benchmarks/mutation.py engine/gc.py store/ledger.py --budget 1800
+    python tests/benchmarks/mutation.py --list               # the modules and their test subsets
+
+The mutants are mutmut's (its operators, through ``mutmut.list_mutations`` and ``mutmut.mutate``);
+this script runs them itself, because mutmut 2's own runner hangs on this suite after a few
+dozen mutants (a worker blocks writing to a full pipe). It works on a scratch copy of the
+repository, never on the tree you are editing: the tracked files are copied, ``distilld`` is made
+importable from the copy (a ``distilld`` link to its ``daemon/`` folder on PYTHONPATH, ahead of
+the editable install), and each mutant is written into the copy and tried against the module's
+fast test subset (default tests, ``-x``), then a survivor against a wider one. A fast run that takes more than ``--timeout-factor`` times the unmutated run counts as
+killed (a mutant that hangs).
+
+Survivors are printed with their diffs and written to tests/benchmarks/out/mutation-<module>.txt;
+each one is either killed by a new test or named, with the reason, as equivalent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OUT = REPO / "tests" / "benchmarks" / "out"
+
+# module -> (the fast subset every mutant is tried against; the wider subset a survivor of the
+# fast one must also survive). Default (non-slow) tests only: a run stays within hours.
+MODULES: dict[str, tuple[list[str], list[str]]] = {
+    "engine/gc.py": (["tests/engine/test_defensive_checks.py"],
+                     ["tests/engine/test_gc_apply.py", "tests/engine/test_restore.py", "tests/test_hostile_corpus.py"]),
+    "gitstore/merge.py": (["tests/gitstore/test_merge_checks.py"], ["tests/store/test_sync_merge.py"]),
+    "store/ledger.py": (["tests/engine/test_defensive_checks.py", "tests/store/test_safety.py"],
+                        ["tests/store/test_rules_c1_c2_c3.py", "tests/store/test_sync_merge.py",
+                         "tests/engine/test_gc_apply.py"]),
+    "engine/lock.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
+    "store/fs.py": (["tests/store/test_safety.py"], ["tests/engine/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
+    "store/invariants.py": (["tests/store/test_rules_c1_c2_c3.py"],
+                            ["tests/store/test_bad_input.py", "tests/store/test_differential.py"]),
+    "gitstore/sync.py": (["tests/gitstore/test_merge_checks.py", "tests/store/test_sync_merge.py"],
+                         ["tests/gitstore/test_git_commit.py"]),
+}
+
+
+def pytest_command(tests: list[str]) -> str:
+    return f"{sys.executable} -m pytest -x -q -p no:cacheprovider -m 'not slow' --no-header -o addopts='' {' '.join(tests)}"
+
+
+def scratch_copy(target: Path) -> None:
+    """The tracked files (with uncommitted edits) of the repository, and the import shim."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=REPO, check=True, capture_output=True).stdout.split(b"\0")
+    for raw in filter(None, listed):
+        relative = Path(os.fsdecode(raw))
+        source = REPO / relative
+        if source.is_file() and not source.is_symlink():
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / relative)
+    (target / "importroot").mkdir()
+    (target / "importroot" / "distilld").symlink_to(target / "daemon")
+
+
+def tests_pass(tests: list[str], scratch: Path, timeout: float | None) -> tuple[bool, float]:
+    env = {**os.environ, "PYTHONPATH": str(scratch / "importroot")}
+    started = time.monotonic()
+    try:
+        done = subprocess.run(pytest_command(tests), shell=True, cwd=scratch, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, time.monotonic() - started
+    return done.returncode in (0, 5), time.monotonic() - started  # 5: nothing collected, nothing killed
+
+
+def run_module(module: str, fast: list[str], wide: list[str], scratch: Path, timeout_factor: float,
+               deadline: float) -> tuple[int, int, list[str]]:
+    """Try the mutants of one module until ``deadline``; returns (tried, total, survivors' diffs)."""
+    from mutmut import Context, list_mutations, mutate
+
+    target = scratch / "daemon" / module
+    pristine = target.read_text()
+    relative = f"daemon/{module}"
+    ok, baseline = tests_pass(fast, scratch, None)
+    if not ok:
+        raise SystemExit(f"the fast tests of {module} fail without any mutation: {' '.join(fast)}")
+    mutants = list_mutations(Context(source=pristine, filename=relative))
+    survivors: list[str] = []
+    tried = 0
+    try:
+        for mutant in mutants:
+            if time.monotonic() > deadline:
+                break
+            text, count = mutate(Context(source=pristine, mutation_id=mutant, filename=relative))
+            if not count:
+                continue
+            target.write_text(text)
+            tried += 1
+            passed, _ = tests_pass(fast, scratch, baseline * timeout_factor + 10)
+            if passed:
+                passed, _ = tests_pass(wide, scratch, None)
+            if passed:
+                diff = "".join(difflib.unified_diff(pristine.splitlines(True), text.splitlines(True),
+                                                    relative, relative, n=1))
+                survivors.append(diff)
+                print(f"SURVIVED {relative}:{mutant.line_number}\n{diff}", flush=True)
+    finally:
+        target.write_text(pristine)
+    report = [f"# {relative}: {tried} of {len(mutants)} mutants tried, {len(survivors)} survive", *survivors]
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"mutation-{module.replace('/', '-')}.txt").write_text("\n".join(report) + "\n")
+    print(report[0], flush=True)
+    return tried, len(mutants), survivors
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("modules", nargs="*", help="modules under daemon/ (default: all, in priority order)")
+    parser.add_argument("--list", action="store_true", help="print the modules and their test subsets")
+    parser.add_argument("--timeout-factor", type=float, default=4.0,
+                        help="a mutant whose fast tests take this many times the unmutated run is killed")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="stop trying new mutants after this many seconds (the report says how far it got)")
+    args = parser.parse_args()
+    if args.list:
+        for module, (fast, wide) in MODULES.items():
+            print(f"{module}: {' '.join(fast)} (then {' '.join(wide)})")
+        return 0
+    try:
+        import mutmut  # noqa: F401
+    except ImportError:
+        print("mutmut is not installed: python -m pip install -e '.[mutation]'", file=sys.stderr)
+        return 2
+    chosen = args.modules or list(MODULES)
+    unknown = [m for m in chosen if m not in MODULES]
+    if unknown:
+        print(f"unknown module(s) {unknown}; --list shows them", file=sys.stderr)
+        return 2
+    deadline = time.monotonic() + (args.budget if args.budget is not None else float("inf"))
+    total: dict[str, tuple[int, int, list[str]]] = {}
+    with tempfile.TemporaryDirectory(prefix="distilld-mutation-") as folder:
+        scratch = Path(folder)
+        scratch_copy(scratch)
+        for module in chosen:
+            total[module] = run_module(module, *MODULES[module], scratch, args.timeout_factor, deadline)
+    for module, (tried, count, survivors) in total.items():
+        print(f"{module}: {tried} of {count} mutants tried, {len(survivors)} survive")
+    return 1 if any(survivors for _, _, survivors in total.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

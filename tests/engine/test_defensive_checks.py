@@ -1,0 +1,229 @@
+"""Every refusal and safety check of the lifecycle and the ledger, each with a test that fails
+when the check is removed (the mutants listed in the data-safety issue, and those mutmut found).
+
+Stores are built in tmp_path from ``busy_store`` (Rowan's store plus the stale Heron).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import FIXED_NOW, StoreBuilder, healthy_store
+from distilld.actions.gc import run_gc_apply, run_gc_revert
+from distilld.engine import gc as gc_engine
+from distilld.engine.gc import GcRefused, RecoveryStopped
+from distilld.policy import load_policy
+from distilld.store.invariants import check_store
+from distilld.store.ledger import merge_ledgers
+from distilld.store.snapshot import take_snapshot
+from distilld.store.text import sha256_hex, sha256_norm_hex
+from hostile import HERON_ENTRY, busy_store
+
+POLICY = load_policy()
+MANIFESTS = "data/gc-manifests"
+
+
+def now() -> object:
+    return FIXED_NOW
+
+
+def ledger_lines(root: Path) -> list[str]:
+    return [line for line in (root / "archive/LEDGER.md").read_text("utf-8", "surrogateescape").split("\n")
+            if line.startswith("- ")]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    busy_store(root)
+    return root
+
+
+# -- gc apply ------------------------------------------------------------------------------------
+
+def test_a_move_that_changes_the_bytes_is_stopped_by_the_checksum(store: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    real = gc_engine.fs.move_exact
+
+    def corrupting(source: Path, target: Path) -> None:
+        real(source, target)
+        target.write_bytes(target.read_bytes() + b"a byte the move added\n")
+
+    monkeypatch.setattr(gc_engine.fs, "move_exact", corrupting)
+    with pytest.raises(RecoveryStopped, match="checksum after the move differs"):
+        run_gc_apply(store, POLICY, now)
+    assert HERON_ENTRY in (store / "SPINE.md").read_text()  # stopped before the SPINE edit
+
+
+def meanwhile(monkeypatch: pytest.MonkeyPatch, happen: Callable[[], object]) -> None:
+    """``happen`` runs after the plan is made, just before the manifest: a change meanwhile."""
+    real = gc_engine.new_manifest
+
+    def late(*args: Any, **kwargs: Any) -> gc_engine.Manifest:
+        happen()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gc_engine, "new_manifest", late)
+
+
+def test_a_source_changed_since_the_plan_is_not_moved(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    meanwhile(monkeypatch, lambda: (store / "projects/heron.md").write_bytes(b"# Heron, edited by an agent\n"))
+    with pytest.raises(RecoveryStopped, match="changed since the plan was made"):
+        run_gc_apply(store, POLICY, now)
+    assert (store / "projects/heron.md").exists() and not (store / "archive/projects/heron.md").exists()
+
+
+def test_a_target_that_appeared_since_the_plan_is_never_overwritten(store: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    meanwhile(monkeypatch, lambda: (store / "archive/projects/heron.md").write_bytes(b"an old client's copy\n"))
+    with pytest.raises(RecoveryStopped, match="already exists"):
+        run_gc_apply(store, POLICY, now)
+    assert (store / "archive/projects/heron.md").read_bytes() == b"an old client's copy\n"
+
+
+# -- gc recovery -------------------------------------------------------------------------------------
+
+def half_done_manifest(store: Path, ledger_sha: str) -> None:
+    """As a kill after the move leaves it: heron archived, its manifest move not done, and a
+    ledger archive line for it whose sha256 is ``ledger_sha``."""
+    raw = (store / "projects/heron.md").read_bytes()
+    (store / "archive/projects").mkdir(parents=True, exist_ok=True)
+    shutil.move(store / "projects/heron.md", store / "archive/projects/heron.md")
+    with open(store / "archive/LEDGER.md", "a") as ledger:
+        ledger.write(f"- 2026-11-30T12:00:00Z archive | from: projects/heron.md | to: archive/projects/heron.md"
+                     f" | sha256: {ledger_sha} | sha256-norm: {sha256_norm_hex(raw)} | reason: stale"
+                     f" | spine-entry: {HERON_ENTRY}\n")
+    move = {"from": "projects/heron.md", "to": "archive/projects/heron.md", "sha256": sha256_hex(raw),
+            "sha256_norm": sha256_norm_hex(raw), "spine_entry": HERON_ENTRY, "reason": "stale", "done": False}
+    (store / MANIFESTS).mkdir(parents=True, exist_ok=True)
+    (store / MANIFESTS / "20261130T120000Z.json").write_text(json.dumps(
+        {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": False}))
+
+
+def test_recovery_finishes_a_move_whose_ledger_line_matches(store: Path) -> None:
+    half_done_manifest(store, sha256_hex((store / "projects/heron.md").read_bytes()))
+    report = run_gc_apply(store, POLICY, now)
+    assert report.recovery is not None and report.recovery.recovered == ["projects/heron.md"]
+    assert HERON_ENTRY not in (store / "SPINE.md").read_text()
+
+
+def test_recovery_refuses_a_ledger_line_whose_sha_differs_from_the_manifest(store: Path) -> None:
+    half_done_manifest(store, "f" * 64)
+    spine = (store / "SPINE.md").read_bytes()
+    with pytest.raises(RecoveryStopped, match="archived but the ledger has no line for it"):
+        run_gc_apply(store, POLICY, now)
+    assert (store / "SPINE.md").read_bytes() == spine
+
+
+def test_recovery_stops_on_a_state_it_cannot_explain(store: Path) -> None:
+    half_done_manifest(store, sha256_hex((store / "projects/heron.md").read_bytes()))
+    (store / "projects/heron.md").write_bytes(b"# a stub an old client re-created\n")
+    with pytest.raises(RecoveryStopped, match="cannot recover projects/heron.md"):
+        run_gc_apply(store, POLICY, now)
+
+
+# -- gc revert ---------------------------------------------------------------------------------------
+
+def archive_heron_with_recall_count(store: Path) -> None:
+    raw = (store / "projects/heron.md").read_bytes().replace(b"scope:", b"recall_count: 3\nscope:")
+    (store / "projects/heron.md").write_bytes(raw)
+    StoreBuilder(store).rebuild_catalog()
+    run_gc_apply(store, POLICY, now)
+    assert (store / "archive/projects/heron.md").exists()
+
+
+def test_a_revert_after_recall_count_drift_only_writes_a_plain_restore(store: Path) -> None:
+    archive_heron_with_recall_count(store)
+    archived = store / "archive/projects/heron.md"
+    archived.write_bytes(archived.read_bytes().replace(b"recall_count: 3", b"recall_count: 9"))
+    run_gc_revert(store, POLICY, now, None)
+    assert " restore | from: archive/projects/heron.md" in ledger_lines(store)[-1]
+
+
+def test_a_revert_after_a_real_edit_writes_restore_modified(store: Path) -> None:
+    archive_heron_with_recall_count(store)
+    archived = store / "archive/projects/heron.md"
+    archived.write_bytes(archived.read_bytes() + b"- a line added in the archive\n")
+    run_gc_revert(store, POLICY, now, None)
+    assert " restore (modified) | from: archive/projects/heron.md" in ledger_lines(store)[-1]
+
+
+@pytest.mark.parametrize("where", ["outside", "subfolder", "sibling-name"])
+def test_revert_takes_manifests_only_from_data_gc_manifests(store: Path, tmp_path: Path, where: str) -> None:
+    archive_heron_with_recall_count(store)
+    manifest = next((store / MANIFESTS).glob("*.json"))
+    if where == "outside":
+        chosen = tmp_path / "elsewhere.json"
+    elif where == "subfolder":
+        chosen = store / MANIFESTS / "sub" / manifest.name
+        chosen.parent.mkdir()
+    else:
+        chosen = store / "data" / manifest.name
+    shutil.copy(manifest, chosen)
+    with pytest.raises(GcRefused, match="no such gc manifest"):
+        run_gc_revert(store, POLICY, now, str(chosen))
+    assert (store / "archive/projects/heron.md").exists()
+    assert run_gc_revert(store, POLICY, now, manifest.name).outcome is not None  # the real one is taken
+
+
+# -- the ledger ----------------------------------------------------------------------------------
+
+def test_the_ledger_union_keeps_a_line_as_often_as_one_side_has_it() -> None:
+    head = b"# Archive ledger\n\n"
+    twice = b"- 2026-01-01 archive | from: projects/a.md | to: archive/projects/a.md\n"
+    other = b"- 2026-01-02 restore | from: archive/projects/a.md | to: projects/a.md\n"
+    merged = merge_ledgers(head + twice + twice, head + twice + other)
+    assert merged.count(twice) == 2 and merged.count(other) == 1
+    merged = merge_ledgers(head + twice + other, head + twice + twice)
+    assert merged.count(twice) == 2 and merged.count(other) == 1
+
+
+def test_an_out_of_order_line_is_reported_once_against_the_line_before_it(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    marlin = b.read("archive/LEDGER.md").decode().split("\n")
+    event = next(line for line in marlin if line.startswith("- "))
+    b.ledger([event,
+              "- 2026-09-01 restore | from: archive/projects/x.md | to: projects/x.md | reason: a",
+              "- 2026-09-05 archive | from: projects/x.md | to: archive/projects/x.md | reason: b"])
+    found = [f.message for f in check_store(take_snapshot(tmp_path)) if f.code == "ledger-out-of-order"]
+    # 2026-09-01 comes after 2026-09-11 (out of order); 2026-09-05 comes after 2026-09-01 (in order).
+    assert found == ["ledger events out of order: 2026-09-01 appended after 2026-09-11T08:00:00Z "
+                     "(append order must be date order)"]
+
+
+@pytest.mark.parametrize(("source", "target"), [
+    ("../outside.md", "archive/../outside.md"), ("/etc/hostname", "archive//etc/hostname"),
+    ("projects/kestrel.md", "archive/projects/other.md"), ("SPINE.md", "archive/SPINE.md"),
+    ("evidence/craft/testing.md", "archive/evidence/craft/testing.md"),  # in the store, not a tier path
+])
+@pytest.mark.parametrize("done", [False, True])
+def test_manifest_paths_failing_containment_stop_recovery_and_revert(store: Path, source: str, target: str,
+                                                                     done: bool) -> None:
+    move = {"from": source, "to": target, "sha256": "0" * 64, "sha256_norm": "0" * 64, "spine_entry": "",
+            "done": done}
+    (store / MANIFESTS).mkdir(parents=True)
+    (store / MANIFESTS / "20261130T120000Z.json").write_text(json.dumps(
+        {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": done}))
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
+    run = (lambda: run_gc_revert(store, POLICY, now, None)) if done else (lambda: run_gc_apply(store, POLICY, now))
+    with pytest.raises(RecoveryStopped) as stopped:
+        run()
+    assert str(stopped.value) == (f"{store / MANIFESTS / '20261130T120000Z.json'}: move {source} -> {target} fails "
+                                  "path containment (a tier path and archive/ + that path); stopped, nothing "
+                                  "more was changed")
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before
+
+
+def test_a_spine_with_invalid_utf8_keeps_its_bytes_when_gc_edits_it(store: Path) -> None:
+    spine = (store / "SPINE.md").read_bytes().replace(b"canary then soak", b"canary then soak \xff\xfe")
+    (store / "SPINE.md").write_bytes(spine)
+    StoreBuilder(store).rebuild_catalog()
+    report = run_gc_apply(store, POLICY, now)
+    assert report.outcome is not None and report.outcome.moved == ["projects/heron.md"]
+    assert (store / "SPINE.md").read_bytes() == spine.replace(HERON_ENTRY.encode() + b"\n", b"")
+    assert gc_engine.GcOutcome(None).still_over_budget == [] and gc_engine.GcOutcome(None).ok

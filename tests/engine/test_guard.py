@@ -1,0 +1,298 @@
+"""The checks before every write pass (engine/guard.py) and the lock of a dead distilld
+(engine/lock.py): stores in tmp_path, the real CLI in child processes where a kill is involved."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from builders import FIXED_NOW
+from distilld.actions.gc import run_gc_apply
+from distilld.cli import main as cli_main
+from distilld.engine.guard import (
+    lost_ledger_lines,
+    seen_ledger_path,
+    sweep_temp_files,
+    temp_owner_pid,
+)
+from distilld.engine.lock import AcquireKind, LockLine, StoreLock, abandoned_owner, default_owner
+from distilld.errors import LockHeld, UnsafeStore
+from distilld.policy import load_policy
+from hostile import busy_store, dead_pid, run_distilld
+
+POLICY = load_policy()
+
+
+def host_owner(pid: int) -> str:
+    return default_owner().rsplit(".", 1)[0] + f".{pid}"
+
+
+def write_lock(root: Path, owner: str, epoch: int) -> None:
+    (root / ".lock").write_text(f"{owner} {epoch} 2026-11-30T12:00:00Z\n")
+
+
+# -- own dead locks ---------------------------------------------------------------------------
+
+def test_a_dead_distilld_of_this_host_is_taken_over_at_once(tmp_path: Path) -> None:
+    owner = host_owner(dead_pid())
+    write_lock(tmp_path, owner, int(time.time()))  # fresh: 300 s would be left to wait
+    result = StoreLock(tmp_path, "distilld.test.1").acquire(0)
+    assert result.kind is AcquireKind.TOOK_OVER and result.previous_owner == owner
+    assert result.abandoned and "no longer runs" in result.abandoned
+    assert "took over abandoned lock" in str(result)
+    assert (tmp_path / ".lock").read_text().startswith("distilld.test.1 ")
+    assert (tmp_path / ".status").read_text().startswith("running ")
+
+
+@pytest.mark.parametrize("owner", ["distill-session-7", "distilld.some-other-host.{pid}", "distilld.{host}.x1"])
+def test_foreign_locks_keep_the_stale_period(tmp_path: Path, owner: str) -> None:
+    host = default_owner().split(".")[1]
+    write_lock(tmp_path, owner.format(pid=dead_pid(), host=host), int(time.time()))
+    with pytest.raises(LockHeld):
+        StoreLock(tmp_path, "distilld.test.1").acquire(0)
+
+
+def test_a_live_owner_keeps_its_lock_and_a_reused_pid_does_not(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        deadline = time.monotonic() + 30
+        while not Path(f"/proc/{child.pid}/stat").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        now = int(time.time())
+        # Written after the child started: the child may be its writer, so the lock stands.
+        assert abandoned_owner(LockLine(host_owner(child.pid), now + 5)) is None
+        write_lock(tmp_path, host_owner(child.pid), now + 5)
+        with pytest.raises(LockHeld):
+            StoreLock(tmp_path, "distilld.test.1").acquire(0)
+        # Written long before the child started: that pid was reused, the writer is gone.
+        reason = abandoned_owner(LockLine(host_owner(child.pid), now - 120))
+        if Path("/proc/self/stat").exists():
+            assert reason is not None and "reused pid" in reason
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_killed_pass_is_followed_at_once_by_the_next(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    busy_store(store)
+    killed = run_distilld(["gc", "--apply", str(store)], env={"DISTILLD_CRASH_AT": "file-moved"})
+    assert killed.returncode == -signal.SIGKILL
+    assert (store / ".lock").read_text().split()[0].startswith("distilld.")
+    started = time.monotonic()
+    done = run_distilld(["gc", "--apply", str(store)])  # --wait 0: a held lock would refuse at once
+    assert done.returncode == 0, done.stderr
+    assert "recovered projects/heron.md" in done.stdout
+    assert not (store / ".lock").exists()
+    assert time.monotonic() - started < POLICY.lock.stale_seconds
+
+
+# -- temp files ---------------------------------------------------------------------------------
+
+def test_the_temp_patterns_name_their_pid() -> None:
+    assert temp_owner_pid(".SPINE.md.distilld-tmp.4242.0a1b2c3d") == 4242
+    assert temp_owner_pid(".lock.swap.77.ab12cd34") == 77
+    assert temp_owner_pid(".lock.new.78.ab12cd34") == 78
+    assert temp_owner_pid(".status.tmp.79") == 79
+    for other in ("SPINE.md", ".lock", ".lock.takeover", ".status", "x.md.tmp", ".x.distilld-tmp.12"):
+        assert temp_owner_pid(other) is None
+
+
+KILL_MID_WRITE = textwrap.dedent("""
+    import os, signal, sys
+    target = int(os.environ["KILL_AT_FSYNC"])
+    real = os.fsync
+    count = [0]
+    def fsync(fd):
+        count[0] += 1
+        if count[0] == target:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(fd)
+    os.fsync = fsync
+    from distilld.cli import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+def temp_files(*folders: Path) -> list[str]:
+    return sorted(str(p) for f in folders for p in f.rglob("*") if temp_owner_pid(p.name) is not None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["gc", "--apply"], ["restore", "archive/projects/marlin.md"],
+                                     ["compact", "--apply"]])
+def test_a_kill_at_every_fsync_leaves_temps_the_next_pass_sweeps(tmp_path: Path, command: list[str]) -> None:
+    """SIGKILL at the n-th fsync of a real pass, for every n until the pass completes: each temp
+    kind it leaves (the lock's .lock.new/.lock.swap, .status.tmp, fs temps of the manifest, the
+    journals, SPINE, catalog) is removed by the next pass, which leaves none of its own."""
+    kinds: set[str] = set()
+    for n in range(1, 200):
+        store = tmp_path / f"store-{n}"
+        busy_store(store)
+        args = [*command[:1], *command[1:], str(store)] if command[0] != "restore" else ["restore", command[1], str(store)]
+        child = subprocess.run([sys.executable, "-c", KILL_MID_WRITE, *args], capture_output=True, text=True,
+                               env={**os.environ, "KILL_AT_FSYNC": str(n)}, timeout=120)
+        left = temp_files(store)
+        kinds.update(Path(p).name.split(".distilld-tmp")[0] if "distilld-tmp" in p else
+                     ".".join(Path(p).name.split(".")[:3]) for p in left)
+        second = run_distilld([*command[:1], *command[1:], str(store)] if command[0] != "restore"
+                              else ["restore", command[1], str(store)])
+        assert temp_files(store) == [], (n, left, second.stderr)
+        if child.returncode == 0 or child.returncode == 1:
+            break
+    assert kinds, "no kill ever caught a temp file"
+
+
+def test_planted_temps_of_dead_processes_are_swept_and_live_ones_kept(tmp_path: Path,
+                                                                    distilld_dirs: dict[str, Path]) -> None:
+    store = tmp_path / "store"
+    busy_store(store)
+    dead = dead_pid()
+    state = distilld_dirs["state"]
+    planted = [store / f".lock.swap.{dead}.ab12cd34", store / f".lock.new.{dead}.ab12cd34",
+               store / f".status.tmp.{dead}", store / f"data/gc-manifests/.x.json.distilld-tmp.{dead}.0a0b0c0d",
+               store / f"data/compact-journals/.j.json.distilld-tmp.{dead}.0a0b0c0d",
+               store / f"craft/.testing.md.distilld-tmp.{dead}.0a0b0c0d",
+               store / f".git/distilld/.state.json.distilld-tmp.{dead}.0a0b0c0d",
+               state / f"x/.status.json.distilld-tmp.{dead}.0a0b0c0d"]
+    live = [store / f".lock.swap.{os.getppid()}.ab12cd34", store / f"projects/.k.md.distilld-tmp.{os.getppid()}.aa"]
+    for path in planted + live:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half")
+    removed = sweep_temp_files(store, state, store / ".git" / "distilld")
+    assert sorted(removed) == sorted(planted)
+    assert all(p.exists() for p in live)
+
+
+def test_every_write_pass_sweeps_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    busy_store(store)
+    temp = store / f"projects/.heron.md.distilld-tmp.{dead_pid()}.0a0b0c0d"
+    temp.write_bytes(b"half")
+    assert cli_main(["gc", "--apply", str(store)]) == 0, capsys.readouterr().err
+    assert not temp.exists()
+
+
+# -- the ledger only grows -----------------------------------------------------------------------
+
+def archived_store(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    busy_store(store)
+    run_gc_apply(store, POLICY, lambda: FIXED_NOW)  # archives heron: two ledger lines now
+    return store
+
+
+def drop_first_ledger_line(store: Path) -> bytes:
+    ledger = store / "archive/LEDGER.md"
+    raw = ledger.read_bytes()
+    first = next(line for line in raw.split(b"\n") if line.startswith(b"- "))
+    ledger.write_bytes(raw.replace(first + b"\n", b""))
+    return raw
+
+
+WRITE_COMMANDS = [
+    ["gc", "--apply"], ["gc", "--revert"], ["restore", "archive/projects/heron.md"], ["compact", "--apply"],
+    ["migrate", "--apply"], ["catalog", "--write"],
+]
+
+
+def test_a_pass_remembers_the_ledger_in_the_state_folder(tmp_path: Path) -> None:
+    store = archived_store(tmp_path)
+    assert seen_ledger_path(store.resolve()).read_bytes() == (store / "archive/LEDGER.md").read_bytes()
+    assert lost_ledger_lines(store.resolve()) is None
+
+
+@pytest.mark.parametrize("command", WRITE_COMMANDS, ids=lambda c: " ".join(c))
+def test_a_ledger_with_a_deleted_line_makes_every_write_pass_refuse(
+        tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    store = archived_store(tmp_path)
+    whole = drop_first_ledger_line(store)
+    (store / "CATALOG.md").write_bytes((store / "CATALOG.md").read_bytes() + b"\n")  # catalog --write has work
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file() and not p.name.startswith((".lock", ".status"))}
+    args = command[:1] + ([command[1], str(store)] if command[0] == "restore" else [*command[1:], str(store)])
+    code = cli_main(args)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "archive/LEDGER.md lost 1 line(s)" in err and "marlin.md" in err
+    after = {p: p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file() and not p.name.startswith((".lock", ".status"))}
+    assert after == before
+    (store / "archive/LEDGER.md").write_bytes(whole)  # put back: the pass runs again
+    assert lost_ledger_lines(store.resolve()) is None
+
+
+def test_a_changed_ledger_line_counts_as_lost_and_status_names_it(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    store = archived_store(tmp_path)
+    ledger = store / "archive/LEDGER.md"
+    ledger.write_bytes(ledger.read_bytes().replace(b"reason: past threshold", b"reason: edited"))
+    lost = lost_ledger_lines(store.resolve())
+    assert lost is not None and len(lost.lines) == 1 and "past threshold" in lost.lines[0]
+    assert cli_main(["status", "--store", str(store)]) in (0, 3)
+    out = capsys.readouterr().out
+    assert "nothing is archived, restored or migrated" in out and "marlin.md" in out
+    with pytest.raises(UnsafeStore):
+        run_gc_apply(store, POLICY, lambda: FIXED_NOW)
+
+
+def test_a_ledger_that_grew_by_a_merge_is_accepted(tmp_path: Path) -> None:
+    store = archived_store(tmp_path)
+    ledger = store / "archive/LEDGER.md"
+    lines = ledger.read_bytes().split(b"\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith(b"- "))
+    lines.insert(at, b"- 2026-01-02 restore | from: archive/projects/old.md | to: projects/old.md | reason: other machine")
+    ledger.write_bytes(b"\n".join(lines))  # a line from another machine sorted in before ours
+    assert lost_ledger_lines(store.resolve()) is None
+
+
+def test_the_links_check_runs_before_a_pass_writes(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    busy_store(store)
+    outside = tmp_path / "outside"
+    os.rename(store / "archive", outside)
+    (store / "archive").symlink_to(outside)
+    with pytest.raises(UnsafeStore, match=f"{store}/archive is a symbolic link \\(to {outside}\\)"):
+        run_gc_apply(store, POLICY, lambda: FIXED_NOW)
+    assert (store / "projects/heron.md").exists() and not (outside / "projects/heron.md").exists()
+    assert not (store / ".lock").exists()
+    assert not (store / "data").exists()  # not even the manifest
+
+
+def test_the_daemon_sweeps_at_start_up_and_logs_it(tmp_path: Path, distilld_dirs: dict[str, Path]) -> None:
+    store = tmp_path / "store"
+    busy_store(store)
+    dead = dead_pid()
+    temps = [store / f".lock.swap.{dead}.ab12cd34", store / f".status.tmp.{dead}",
+             store / f"data/compact-journals/.j.json.distilld-tmp.{dead}.0a0b0c0d"]
+    for path in temps:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half")
+    done = run_distilld(["run", "--once", "--store", str(store)])
+    assert done.returncode in (0, 1), done.stderr
+    assert not [p for p in temps if p.exists()]
+    activity = next(distilld_dirs["state"].glob("*/activity.log")).read_text()
+    assert "removed 3 temp file(s) left by processes that no longer run" in activity
+
+
+def test_the_daemon_archives_nothing_and_commits_nothing_while_the_ledger_is_short(
+        tmp_path: Path, distilld_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    store = archived_store(tmp_path)
+    (store / ".lifecycle").write_text("enabled\n")
+    whole = drop_first_ledger_line(store)
+    shortened = (store / "archive/LEDGER.md").read_bytes()
+    done = run_distilld(["run", "--once", "--store", str(store)])
+    assert done.returncode == 1, done.stderr  # a pass failed: the follow, stuck on the ledger
+    assert (store / "archive/LEDGER.md").read_bytes() == shortened
+    activity = next(distilld_dirs["state"].glob("*/activity.log")).read_text()
+    assert "stuck: archive/LEDGER.md lost 1 line(s)" in activity and "marlin.md" in activity
+    stuck_line = "    - archive/LEDGER.md lost 1 line(s) since the last pass"
+    assert cli_main(["status", "--store", str(store)]) in (0, 3)
+    assert stuck_line in capsys.readouterr().out
+    (store / "archive/LEDGER.md").write_bytes(whole)  # put back: no longer stuck on it
+    assert cli_main(["status", "--store", str(store)]) in (0, 3)
+    assert stuck_line not in capsys.readouterr().out

@@ -1,0 +1,200 @@
+"""No write through a symbolic link, no name the ledger cannot hold (store/fs.py, store/safety.py).
+
+Every folder is built in tmp_path; a ``canary`` folder beside the store stands for everything
+outside it, and each test asserts that nothing there changed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from builders import FIXED_NOW, healthy_store
+from distilld.errors import UnsafeStore
+from distilld.store import fs
+from distilld.store.catalog import render_catalog
+from distilld.store.invariants import check_store
+from distilld.store.ledger import UnwritableLedgerValue, archive_event, restore_event
+from distilld.store.safety import store_links, store_unsafe_names, unsafe_name_reason
+from distilld.store.snapshot import take_snapshot
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> tuple[Path, Path]:
+    store, canary = tmp_path / "store", tmp_path / "canary"
+    healthy_store(store)
+    canary.mkdir()
+    (canary / "keep.md").write_bytes(b"outside\n")
+    return store, canary
+
+
+def listing(folder: Path) -> dict[str, bytes | str]:
+    out: dict[str, bytes | str] = {}
+    for directory, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = Path(directory, name)
+            out[str(path.relative_to(folder))] = (f"-> {os.readlink(path)}" if path.is_symlink()
+                                                  else b"" if path.is_dir() else path.read_bytes())
+    return out
+
+
+# -- the writer refuses links, component by component -----------------------------------------
+
+@pytest.mark.parametrize("write", [
+    lambda p: fs.atomic_write(p, b"x\n"),
+    lambda p: fs.append_line(p, "- x"),
+    lambda p: fs.append_bytes(p, b"x\n"),
+    lambda p: fs.write_text_keeping_endings(p, "x\n"),
+    lambda p: fs.copy_exact(p.parents[1] / "ops/deploy.md", p),
+])
+def test_a_linked_folder_on_the_way_is_refused_naming_link_and_target(layout: tuple[Path, Path], write) -> None:
+    store, canary = layout
+    (canary / "projects").mkdir()
+    os.rename(store / "archive/projects", canary / "projects" / "moved")
+    (store / "archive/projects").symlink_to(canary / "projects" / "moved")
+    before = listing(canary)
+    with fs.confined_to(store), pytest.raises(UnsafeStore) as refused:
+        write(store / "archive/projects/new.md")
+    assert f"{store}/archive/projects is a symbolic link (to {canary}/projects/moved)" in str(refused.value)
+    assert listing(canary) == before
+
+
+def test_a_link_in_place_of_the_file_is_refused(layout: tuple[Path, Path]) -> None:
+    store, canary = layout
+    (store / "archive/LEDGER.md").unlink()
+    (store / "archive/LEDGER.md").symlink_to(canary / "keep.md")
+    with fs.confined_to(store):
+        for write in (lambda: fs.append_line(store / "archive/LEDGER.md", "- line"),
+                      lambda: fs.atomic_write(store / "archive/LEDGER.md", b"x")):
+            with pytest.raises(UnsafeStore, match="LEDGER.md is a symbolic link"):
+                write()
+    assert (canary / "keep.md").read_bytes() == b"outside\n"
+    assert (store / "archive/LEDGER.md").is_symlink()
+
+
+def test_a_move_never_lands_on_a_planted_link(layout: tuple[Path, Path]) -> None:
+    store, canary = layout
+    (store / "archive/projects/kestrel.md").symlink_to(canary / "kestrel.md")
+    with fs.confined_to(store), pytest.raises(FileExistsError):
+        fs.move_exact(store / "projects/kestrel.md", store / "archive/projects/kestrel.md")
+    assert not (canary / "kestrel.md").exists()
+    assert (store / "projects/kestrel.md").is_file()
+
+
+def test_a_linked_source_is_not_moved(layout: tuple[Path, Path]) -> None:
+    store, canary = layout
+    (store / "projects/alias.md").symlink_to(canary / "keep.md")
+    with fs.confined_to(store), pytest.raises(UnsafeStore):
+        fs.move_exact(store / "projects/alias.md", store / "archive/projects/alias.md")
+
+
+@pytest.mark.parametrize("escape", ["../canary/new.md", "projects/../../canary/new.md"])
+def test_a_confined_write_outside_the_root_is_refused(layout: tuple[Path, Path], escape: str) -> None:
+    store, canary = layout
+    with fs.confined_to(store), pytest.raises(UnsafeStore, match="outside the store"):
+        fs.atomic_write(store / escape, b"x")
+    with fs.confined_to(store), pytest.raises(UnsafeStore, match="outside the store"):
+        fs.atomic_write(canary / "abs.md", b"x")
+    assert sorted(p.name for p in canary.iterdir()) == ["keep.md"]
+
+
+def test_creating_folders_goes_through_no_link(layout: tuple[Path, Path]) -> None:
+    store, canary = layout
+    (store / "data").symlink_to(canary)
+    with fs.confined_to(store), pytest.raises(UnsafeStore, match="data is a symbolic link"):
+        fs.atomic_write(store / "data/gc-manifests/x.json", b"{}")
+    assert not (canary / "gc-manifests").exists()
+
+
+def test_unconfined_writes_still_work_and_leave_no_temp(tmp_path: Path) -> None:
+    fs.atomic_write(tmp_path / "a/b/c.txt", b"one\n", mode=0o600)
+    fs.append_line(tmp_path / "a/b/c.txt", "two")
+    assert (tmp_path / "a/b/c.txt").read_bytes() == b"one\ntwo\n"
+    assert oct((tmp_path / "a/b/c.txt").stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in (tmp_path / "a/b").iterdir()] == ["c.txt"]
+
+
+def test_temp_names_carry_the_pid_and_match_the_sweep_pattern() -> None:
+    name = fs.temp_name("SPINE.md")
+    match = fs.TEMP_RE.match(name)
+    assert match is not None and int(match.group(1)) == os.getpid()
+
+
+def test_append_line_refuses_a_line_break(tmp_path: Path) -> None:
+    for line in ("- a\nb", "- a\rb"):
+        with pytest.raises(ValueError, match="line break"):
+            fs.append_line(tmp_path / "LEDGER.md", line)
+    assert not (tmp_path / "LEDGER.md").exists()
+
+
+# -- the pre-pass scan ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("folder", ["projects", "craft", "archive", "archive/projects", "evidence",
+                                    "evidence/craft", "inbox", "data", "data/gc-manifests"])
+def test_every_linked_managed_folder_is_found(layout: tuple[Path, Path], folder: str) -> None:
+    store, canary = layout
+    path = store / folder
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        os.rename(path, canary / "moved")
+    path.symlink_to(canary / "moved")
+    assert [(link.path, link.target) for link in store_links(store)] == [(folder, str(canary / "moved"))]
+
+
+def test_linked_files_count_in_archive_and_data_only(layout: tuple[Path, Path]) -> None:
+    store, canary = layout
+    (store / "archive/projects/x.md").symlink_to(canary / "keep.md")
+    (store / "craft/alias.md").symlink_to(canary / "keep.md")
+    (store / "CATALOG.md").unlink()
+    (store / "CATALOG.md").symlink_to(canary / "keep.md")
+    assert sorted(link.path for link in store_links(store)) == ["CATALOG.md", "archive/projects/x.md"]
+
+
+def test_a_healthy_store_has_no_links(layout: tuple[Path, Path]) -> None:
+    assert store_links(layout[0]) == []
+
+
+# -- names -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", [
+    "projects/new\nline.md", "projects/cr\rret.md", "projects/tab\tx.md", "projects/a | b.md",
+    "projects/-dash.md", "projects/a<b.md", "projects/a>b.md", "projects/a:b.md", 'projects/a"b.md',
+    "projects/a|b.md", "projects/a?.md", "projects/a*.md", "projects/trail.", "projects/trail ",
+    "projects/CON.md", "projects/nul.md", "projects/com1.md", "projects/LPT9.md", "projects/bell\x07.md",
+    "projects/del\x7f.md", "projects/sub./x.md",
+])
+def test_names_the_ledger_cannot_hold(name: str) -> None:
+    assert unsafe_name_reason(name) is not None
+
+
+@pytest.mark.parametrize("name", [
+    "projects/café.md", "projects/caf\udce9.md", "projects/数据.md", "projects/a-b.md", "projects/console.md",
+    "projects/con-notes.md", "projects/x.y.md", "projects/a b.md", "projects/a|.md".replace("|", "_"),
+])
+def test_names_that_stay_writable(name: str) -> None:
+    assert unsafe_name_reason(name) is None
+
+
+def test_the_ledger_writer_refuses_line_breaks_and_unsafe_paths() -> None:
+    stamp = "2026-11-30T12:00:00Z"
+    with pytest.raises(UnwritableLedgerValue):
+        archive_event(stamp, "projects/new\nline.md", "a", "b", "stale", "- [x](projects/x.md)")
+    with pytest.raises(UnwritableLedgerValue):
+        archive_event(stamp, "projects/x.md", "a", "b", "stale\nsecond", "- [x](projects/x.md)")
+    with pytest.raises(UnwritableLedgerValue):
+        archive_event(stamp, "projects/x.md", "a", "b", "stale", "- hook\r")
+    with pytest.raises(UnwritableLedgerValue):
+        restore_event(stamp, "projects/a | b.md", "revert", None)
+    assert "\n" not in archive_event(stamp, "projects/caf\udce9.md", "a", "b", "stale", "hook | pipe")
+
+
+def test_check_budget_and_catalog_report_or_leave_out_unsafe_names(layout: tuple[Path, Path]) -> None:
+    store, _ = layout
+    (store / "projects/new\nline.md").write_bytes(b"# x\n")
+    (store / "projects/a<b.md").write_bytes(b"# y\n")
+    notes = [f.message for f in check_store(take_snapshot(store)) if f.code == "unsafe-name"]
+    assert len(notes) == 2 and all("rename it" in n for n in notes)
+    catalog = render_catalog(take_snapshot(store), FIXED_NOW)
+    assert "new\nline" not in catalog and "- projects/a<b.md |" in catalog  # a row broken by it is left out
+    assert [u.path for u in store_unsafe_names(store)] == ["projects/a<b.md", "projects/new\nline.md"]
