@@ -16,7 +16,7 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from ..errors import DistilldError
+from ..errors import StoreRefused
 from ..policy import Policy
 from ..store import fs
 from ..store.catalog import render_catalog
@@ -53,7 +53,7 @@ from .writes import Pacer, PlanStopped, planned_checksums, run_step
 KNOWLEDGE_TOPS: tuple[str, ...] = (*TIERS, "evidence", "archive")
 
 
-class MigrationRefused(DistilldError):
+class MigrationRefused(StoreRefused):
     """The migration cannot run, or cannot run now; nothing was changed."""
 
 

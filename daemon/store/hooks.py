@@ -81,18 +81,20 @@ def is_distinctive(word: str, opens_clause: bool) -> bool:
 
 
 @lru_cache(maxsize=16384)
-def _nested(text: str) -> tuple[bool, ...]:
-    """For every character: is it inside a balanced pair (backticks, quotes, brackets)? An
-    opener without its closer is plain text, so a broken hook still splits into clauses."""
+def _pairs(text: str) -> tuple[tuple[int, int, str], ...]:
+    """The balanced pairs of a text: (opening index, closing index, closing character), for
+    backticks, quotes and brackets. An opener without its closer is plain text, so a broken
+    hook still splits into clauses."""
     inside = [False] * len(text)
+    found: list[tuple[int, int, str]] = []
     for quote in QUOTES:  # backticks first: a quote inside code is code
         at = [i for i, c in enumerate(text) if c == quote and not inside[i]]
         for start, end in zip(at[0::2], at[1::2]):
+            found.append((start, end, quote))
             for i in range(start + 1, end):
                 inside[i] = True
     stack: list[tuple[str, int]] = []
     closers = {v: k for k, v in OPENERS.items()}
-    spans: list[tuple[int, int]] = []
     for i, c in enumerate(text):
         if inside[i]:
             continue
@@ -101,10 +103,17 @@ def _nested(text: str) -> tuple[bool, ...]:
         elif c in closers:
             for depth in range(len(stack) - 1, -1, -1):
                 if stack[depth][0] == closers[c]:
-                    spans.append((stack[depth][1], i))
+                    found.append((stack[depth][1], i, c))
                     del stack[depth:]
                     break
-    for start, end in spans:
+    return tuple(found)
+
+
+@lru_cache(maxsize=16384)
+def _nested(text: str) -> tuple[bool, ...]:
+    """For every character: is it inside a balanced pair (see ``_pairs``)?"""
+    inside = [False] * len(text)
+    for start, end, _ in _pairs(text):
         for i in range(start + 1, end):
             inside[i] = True
     return tuple(inside)
@@ -131,7 +140,9 @@ class Clause:
                 continue
             out.append(c)
         shorter = re.sub(r"\s+([,;:.])", r"\1", re.sub(r"\s{2,}", " ", "".join(out))).strip(" ,;:.")
-        return shorter if shorter != self.text and shorter else ""
+        if shorter == self.text or len(shorter.split()) < 3 and byte_len(shorter) * 3 < byte_len(self.text):
+            return ""  # what is left is not a clause any more ("and"): no aside-free form
+        return shorter
 
 
 @lru_cache(maxsize=16384)
@@ -149,10 +160,10 @@ def _clauses_of(hook: str) -> list[Clause]:
     found: list[Clause] = []
     start = 0
     for i, c in enumerate(text):
-        if inside[i] or c not in ";,.":
+        if inside[i] or c not in ";,.\u3002\uff1b\uff0c":  # and the ideographic full stop, semicolon, comma
             continue
         following = text[i + 1:i + 2]
-        if following not in ("", " "):
+        if following not in ("", " ") and c in ";,.":
             continue  # "delta.md", "1,000", "v2.3"
         if c == "." and following and not (text[i + 2:i + 3].isupper() or text[i + 2:i + 3] in "`\"[("):
             continue  # "e.g. the", an abbreviation: not a sentence end
@@ -224,7 +235,9 @@ def _parse(hook: str) -> _Parsed:
 
 def _cut_words(text: str, limit: int) -> str:
     """The longest prefix of ``text`` ending at a top-level space, within ``limit`` bytes with
-    an ellipsis; "" when not even one word fits."""
+    an ellipsis; "" when not even one word fits. When that leaves less than half the room (the
+    clause is one long quote or aside, or a script written without spaces), the cut may fall
+    inside a pair, which is then closed after the ellipsis: delimiters stay balanced."""
     inside = _nested(text)
     best = ""
     for i, c in enumerate(text):
@@ -233,6 +246,21 @@ def _cut_words(text: str, limit: int) -> str:
             if byte_len(candidate) > limit:
                 break
             best = candidate
+    if byte_len(best) * 2 >= limit:
+        return best
+    unspaced = " " not in text and not text.isascii()  # a script written without spaces: cut between characters
+    for at_spaces in (True, False) if unspaced else (True,):
+        for i in range(1, len(text)):
+            if at_spaces and text[i] != " ":
+                continue
+            closing = "".join(c for start, end, c in sorted(_pairs(text), key=lambda p: -p[0]) if start < i <= end)
+            candidate = text[:i].rstrip(",;: ") + ELLIPSIS + closing
+            if byte_len(candidate) > limit:
+                break
+            if byte_len(candidate) > byte_len(best):
+                best = candidate
+        if byte_len(best) * 2 >= limit:
+            break
     return best
 
 

@@ -329,7 +329,8 @@ def split_knowledge_file(path: str, raw: bytes, max_lines: int, max_bytes: int,
         raw_lines = [*pieces_end, *([ending] if pieces_end and pieces_end[-1].strip() else []), link,
                      *raw_lines[tail:]]
         tail = len(pieces_end) + (1 if pieces_end and pieces_end[-1].strip() else 0) + 1
-    names = child_names(path, bool(file.split_from), taken, len(chosen) - 1)
+    linked = re.findall(r"`([^`]+)`", link)  # the file the older Continued line names is taken, even if missing
+    names = child_names(path, bool(file.split_from), lambda p: taken(p) or p in linked, len(chosen) - 1)
     pieces: list[list[str]] = []
     for number, (first, last) in enumerate(zip(chosen, ends)):
         begin = starts[first].index

@@ -71,21 +71,29 @@ def check_readable(hook: str, out: str, must_keep: tuple[str, ...] = ()) -> None
         assert keywords.endswith(".") or not read
     extras = set(MARKER_TEXT_RE.findall(hook)) | set(must_keep)
     forms = clause_forms(hook)
-    last, at = -1, 0
-    while at < len(body):
-        options = [(len(t), -i, i, t) for i, texts in forms if i > last for t in texts if t and body.startswith(t, at)]
-        options += [(len(e), 1, last, e) for e in extras if body.startswith(e, at)]
-        cut = body[at:body.index(ELLIPSIS, at)] if ELLIPSIS in body[at:] else None
-        if cut is not None and at == 0 and forms and any(f.startswith(cut) for f in forms[0][1] if f):
-            options = [(len(cut) + 1, 0, 0, cut + ELLIPSIS)]  # the lead clause, cut
-        elif not options and cut is not None:  # only a Read clause over the room may be cut otherwise
-            assert read.startswith(cut), (cut, out)
-            options = [(len(cut) + 1, 0, max(last, 0), cut + ELLIPSIS)]
-        assert options, (body[at:], out)  # a whole clause of the old hook, after the one before it
-        _, _, last, text = max(options)
-        at += len(text)
-        while at < len(body) and body[at] in ";,. ":
-            at += 1
+    assert _reads_as_clauses(body, 0, -1, tuple(forms), frozenset(extras), read), (body, out)
+
+
+def _reads_as_clauses(body: str, at: int, last: int, forms: tuple[tuple[int, set[str]], ...],
+                      extras: frozenset[str], read: str) -> bool:
+    """Can ``body[at:]`` be read as clauses of the hook after clause ``last``, in order (with
+    the extras anywhere, and only the lead clause, or a Read clause over the room, cut)?"""
+    while at < len(body) and body[at] in ";,. ":
+        at += 1
+    if at >= len(body):
+        return True
+    options = [(i, t) for i, texts in forms if i > last for t in texts if t and body.startswith(t, at)]
+    options += [(last, e) for e in extras if body.startswith(e, at)]
+    if ELLIPSIS in body[at:]:
+        cut = body[at:body.index(ELLIPSIS, at)]
+        lead = at == 0 and forms and any(f.startswith(cut) for f in forms[0][1] if f)
+        if lead or read.startswith(cut):
+            end = body.index(ELLIPSIS, at) + 1
+            while end < len(body) and body[end] in ")]}\"`\u201d":  # a cut inside a pair closes it
+                end += 1
+            options.append((max(last, 0), body[at:end]))
+    return any(_reads_as_clauses(body, at + len(text), index, forms, extras, read)
+               for index, text in sorted(options, key=lambda o: (-len(o[1]), o[0])))
 
 
 # -- exact examples: before -> after ----------------------------------------------------------------
@@ -184,7 +192,9 @@ def test_generated_hooks_follow_the_readability_rules(clauses: list[str], joins:
 def test_clauses_split_only_at_top_level() -> None:
     found = split_clauses('A (x, y; z), b `p; q` "r, s"; c. D e.g. f, v2.3 g')
     assert [c.text for c in found] == ['A (x, y; z)', 'b `p; q` "r, s"', "c", "D e.g. f", "v2.3 g"]
-    assert isinstance(found[0], Clause) and found[0].aside_free == "A"
+    assert isinstance(found[0], Clause) and found[0].aside_free == ""  # "A" alone is no clause
+    assert split_clauses("the retry ladder (APNs, then FCM) for payments")[0].aside_free == \
+        "the retry ladder for payments"
 
 
 def test_a_link_in_a_hook_is_never_dropped() -> None:

@@ -140,3 +140,11 @@ def test_a_file_that_is_one_code_fence_or_one_protected_section_is_refused_by_na
     assert out is not None
     assert out.over_cap[0].startswith("ops/fridays.md: the marked section '## [NON-NEGOTIABLE] Never deploy on "
                                       "Fridays' at lines 12-103 is 92 lines")
+
+
+def test_a_new_child_never_takes_the_name_an_older_continued_line_points_at() -> None:
+    raw = (one_section(20) + "\nContinued in `craft/releases-3.md`.\n" + "".join(bullet(n) for n in range(20, 40))).encode()
+    out = split_knowledge_file("craft/releases-2.md", b"---\nsplit_from: craft/releases.md\n---\n" + raw.split(b"---\n", 2)[2],
+                               60, 6000, lambda p: p in ("craft/releases.md", "craft/releases-2.md"), TARGET)
+    assert out is not None and out.children
+    assert "craft/releases-3.md" not in [name for name, _ in out.children]  # it would point at itself
