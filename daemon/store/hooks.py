@@ -329,6 +329,26 @@ def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = (), common: f
     about which file to open, so they count for less and never become keywords."""
     if byte_len(hook) <= limit:
         return hook
+    out = _short_hook(hook, limit, must_keep, common)
+    links = [x for x in dict.fromkeys(LINK_RE.findall(hook)) if x not in _parse(hook.strip()).read]
+    if byte_len(out) <= limit or not links:
+        return out
+    # The links, which must stay, did not fit beside what was chosen: choose again in the room
+    # they leave, reading each link as its title, then name the links among the keywords.
+    titled = LINK_RE.sub(lambda m: m.group(0)[1:m.group(0).index("](")], hook)
+    reserve = byte_len(KEYWORDS) + sum(byte_len(x) + 2 for x in links) + 1
+    inner = _short_hook(titled, max(0, limit - reserve), must_keep, common)
+    read = _parse(hook.strip()).read
+    body = inner[:-len(read)].rstrip() if read and inner.endswith(read) else inner
+    if KEYWORDS in body:
+        body = body.rstrip(".") + ", " + ", ".join(links) + "."
+    else:
+        body = " ".join(p for p in (body.rstrip(";,") + (";" if body and not body.endswith(".") else ""),
+                                    KEYWORDS + ", ".join(links) + ".") if p.strip(";"))
+    return " ".join(p for p in (body, read) if p)
+
+
+def _short_hook(hook: str, limit: int, must_keep: tuple[str, ...], common: frozenset[str]) -> str:
     parsed = _parse(hook.strip())
     base = _Draft(parsed, [])
     if base.size() > limit:  # the Read sentence alone is over the room

@@ -227,3 +227,10 @@ def test_never_inside_a_utf8_character_and_always_deterministic(text: str, limit
     if not re.search(r"\[[^\]\n]*\]\([^)\n]*\)", text):  # only links may overflow the limit
         assert len(raw) <= max(limit, 0) or len(text.encode()) <= limit
     assert short_hook(text, limit) == out
+
+
+def test_a_link_in_a_long_single_clause_hook_still_lets_the_entry_fit_its_cap() -> None:
+    """A link must stay (it may be another file's pointer); the room it needs is kept for it."""
+    entry = short_entry("[A](craft/a.md)", "kafka helm " * 60 + "tail [s](craft/s.md).", 400)
+    assert len(entry.encode()) <= 400
+    assert "[s](craft/s.md)" in entry and balanced(entry)
