@@ -12,14 +12,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.compact import (
+from ..engine.passes.compaction.apply import (
     CompactOutcome,
     apply_compaction,
     refuse_unless_compaction_allowed,
     unfinished_journals,
 )
-from ..engine.compact_plan import CompactLimits, CompactPlan, plan_compaction
-from ..engine.migrate_plan import unpointed_children
+from ..engine.passes.compaction.plan import CompactLimits, CompactPlan, plan_compaction
+from ..engine.passes.migration.plan import unpointed_children
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
 from ..store.paths import SPINE

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.context import PassContext
-from ..engine.gc import GcOutcome, apply_gc, refuse_unless_gc_allowed, resolve_manifest, revert_gc
-from ..engine.gc_plan import plan_gc
-from ..engine.journal import unfinished_manifests
-from ..engine.plan import GcPlan, render_gc_plan
+from ..engine.passes.gc.apply import GcOutcome, apply_gc, refuse_unless_gc_allowed, resolve_manifest, revert_gc
+from ..engine.passes.gc.plan import plan_gc
+from ..engine.passes.gc.manifest import unfinished_manifests
+from ..engine.passes.gc.model import GcPlan, render_gc_plan
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
 from ..store.local import lifecycle_enabled

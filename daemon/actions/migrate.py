@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.migrate import (
+from ..engine.passes.migration.apply import (
     MigrateOutcome,
     MigrationRefused,
     apply_migration,

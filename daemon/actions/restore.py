@@ -7,9 +7,9 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from ..engine.gc import refuse_unless_gc_allowed
+from ..engine.passes.gc.apply import refuse_unless_gc_allowed
 from ..engine.recovery import finish_interrupted
-from ..engine.restore import RestoreOutcome, apply_restore, plan_restore
+from ..engine.passes.restore.apply import RestoreOutcome, apply_restore, plan_restore
 from ..policy import Policy
 from ..store.paths import strip_archive
 from ..store.snapshot import take_snapshot

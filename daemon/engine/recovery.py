@@ -9,11 +9,11 @@ from pathlib import Path
 
 from ..errors import DistilldError
 from ..store.local import pending_migrations
-from .compact import CompactOutcome, recover_compaction, unfinished_journals
+from .passes.compaction.apply import CompactOutcome, recover_compaction, unfinished_journals
 from .context import PassContext
-from .gc import GcOutcome, recover_gc
-from .journal import unfinished_manifests
-from .restore import RestoreOutcome, recover_restores, unfinished_restores
+from .passes.gc.apply import GcOutcome, recover_gc
+from .passes.gc.manifest import unfinished_manifests
+from .passes.restore.apply import RestoreOutcome, recover_restores, unfinished_restores
 
 
 @dataclass

@@ -44,12 +44,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "engine")]
 
-import distilld.engine.gc as engine_gc
-import distilld.engine.restore as engine_restore
+import distilld.engine.passes.gc.apply as engine_gc
+import distilld.engine.passes.restore.apply as engine_restore
 from benchutil import load_average
 from builders import EM, KESTREL_ENTRY, healthy_store
-from distilld.engine.journal import all_manifests
-from distilld.engine.restore import plan_restore
+from distilld.engine.passes.gc.manifest import all_manifests
+from distilld.engine.passes.restore.apply import plan_restore
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.lossless import check_c4

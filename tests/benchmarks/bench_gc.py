@@ -28,10 +28,10 @@ from benchutil import MIN_RUNS, Sample, header, run_call  # noqa: E402
 from storegen import generate_store  # noqa: E402
 
 from distilld.engine.context import PassContext  # noqa: E402
-from distilld.engine.gc import apply_gc  # noqa: E402
-from distilld.engine.gc_plan import plan_gc  # noqa: E402
+from distilld.engine.passes.gc.apply import apply_gc  # noqa: E402
+from distilld.engine.passes.gc.plan import plan_gc  # noqa: E402
 from distilld.engine.lock import StoreLock  # noqa: E402
-from distilld.engine.plan import GcPlan  # noqa: E402
+from distilld.engine.passes.gc.model import GcPlan  # noqa: E402
 from distilld.store.snapshot import take_snapshot  # noqa: E402
 
 LATER = datetime(2028, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -76,7 +76,7 @@ def bench_plan(scales: list[int]) -> None:
 
 
 def bench_apply(scale: int, moves: int) -> None:
-    from distilld.engine import gc as gc_engine
+    from distilld.engine.passes.gc import apply as gc_engine
 
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch) / "store"

@@ -27,8 +27,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from distilld.actions.migrate import run_migrate  # noqa: E402
-from distilld.engine.migrate import MigrationRefused  # noqa: E402
-from distilld.engine.migrate_journal import migration_dirs  # noqa: E402
+from distilld.engine.passes.migration.apply import MigrationRefused  # noqa: E402
+from distilld.engine.passes.migration.checklist import migration_dirs  # noqa: E402
 from distilld.policy import load_policy  # noqa: E402
 from distilld.store.invariants import check_store  # noqa: E402
 from distilld.store.lossless import check_c4  # noqa: E402

@@ -18,7 +18,7 @@ import pytest
 from builders import EM, StoreBuilder
 from distilld.actions.compact import render_json, render_text, run_compact
 from distilld.cli import main as cli_main
-from distilld.engine.compact import CompactRefused
+from distilld.engine.passes.compaction.apply import CompactRefused
 from distilld.policy import load_policy
 from distilld.store.snapshot import take_snapshot
 from distilld.store.spine import Spine

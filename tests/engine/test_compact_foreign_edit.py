@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import distilld.engine.compact as engine_compact
+import distilld.engine.passes.compaction.apply as engine_compact
 import pytest
 from builders import EM
 from distilld.cli import main as cli_main

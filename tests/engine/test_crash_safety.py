@@ -46,7 +46,7 @@ import pytest
 from builders import EM, KESTREL_ENTRY, StoreBuilder, healthy_store
 from distilld.cli import main as cli_main
 from distilld.engine.crash import CRASH_ENV
-from distilld.engine.journal import all_manifests
+from distilld.engine.passes.gc.manifest import all_manifests
 from distilld.engine.lock import format_iso, read_lock
 from distilld.store.invariants import check_store
 from distilld.store.lossless import check_c4
@@ -489,14 +489,15 @@ def test_the_next_command_whatever_it_is_recovers_first(
 
 def test_boundary_list_matches_the_engine() -> None:
     engine = Path(distilld.engine.__file__).parent
-    found = {name: set(re.findall(r'crashpoint\("([a-z-]+)"\)', (engine / name).read_text()))
-             for name in ("gc.py", "restore.py")}
-    assert found["gc.py"] == set(GC_BOUNDARIES)
-    assert found["restore.py"] == set(RESTORE_BOUNDARIES)
-    # Compaction and migration (compact.py, migrate.py, writes.py) have their own kill tests.
-    own_tests = ("compact.py", "migrate.py", "writes.py")
-    others = [p.name for p in engine.glob("*.py")
-              if p.name not in ("gc.py", "restore.py", "crash.py", *own_tests) and "crashpoint(" in p.read_text()]
+    gc_module, restore_module = engine / "passes/gc/apply.py", engine / "passes/restore/apply.py"
+    found = {path: set(re.findall(r'crashpoint\("([a-z-]+)"\)', path.read_text()))
+             for path in (gc_module, restore_module)}
+    assert found[gc_module] == set(GC_BOUNDARIES)
+    assert found[restore_module] == set(RESTORE_BOUNDARIES)
+    # Compaction and migration (and the executor they share) have their own kill tests.
+    own_tests = {engine / "passes/compaction/apply.py", engine / "passes/migration/apply.py", engine / "executor.py"}
+    others = [p.name for p in engine.rglob("*.py")
+              if p not in {gc_module, restore_module, engine / "crash.py", *own_tests} and "crashpoint(" in p.read_text()]
     assert others == []
     for operation in ("apply", "recovery", "revert"):
         assert set(OCCURRENCES[operation]) == set(GC_BOUNDARIES)
@@ -505,8 +506,8 @@ def test_boundary_list_matches_the_engine() -> None:
 
 def test_occurrence_table_matches_an_uninterrupted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Count each boundary in an uninterrupted run of every operation (in-process)."""
-    import distilld.engine.gc as engine_gc
-    import distilld.engine.restore as engine_restore
+    import distilld.engine.passes.gc.apply as engine_gc
+    import distilld.engine.passes.restore.apply as engine_restore
 
     reached: Counter[str] = Counter()
     monkeypatch.setattr(engine_gc, "crashpoint", lambda boundary: reached.update([boundary]))

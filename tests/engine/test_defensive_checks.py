@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from builders import FIXED_NOW, StoreBuilder, healthy_store
 from distilld.actions.gc import run_gc_apply, run_gc_revert
-from distilld.engine import gc as gc_engine
-from distilld.engine.gc import GcRefused, RecoveryStopped
+from distilld.engine.passes.gc import apply as gc_engine
+from distilld.engine.passes.gc.apply import GcRefused, RecoveryStopped
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.ledger import merge_ledgers

@@ -21,7 +21,7 @@ import pytest
 from builders import EM, FIXED_NOW, KESTREL_ENTRY, MARLIN_ENTRY, StoreBuilder, healthy_store
 from distilld.actions.gc import GcReport, preview_gc, render_text, run_gc_apply, run_gc_revert
 from distilld.cli import main as cli_main
-from distilld.engine.gc import GcOutcome, GcRefused
+from distilld.engine.passes.gc.apply import GcOutcome, GcRefused
 from distilld.errors import DistilldError, LockHeld
 from distilld.policy import load_policy
 from distilld.store import fs as fs_module

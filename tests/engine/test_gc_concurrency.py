@@ -30,10 +30,10 @@ import pytest
 from distilld.actions.gc import _plan, run_gc_apply, run_gc_revert
 from distilld.engine.context import PassContext
 from distilld.engine.crash import CRASH_ENV
-from distilld.engine.gc import apply_gc, recover_gc
-from distilld.engine.journal import all_manifests
+from distilld.engine.passes.gc.apply import apply_gc, recover_gc
+from distilld.engine.passes.gc.manifest import all_manifests
 from distilld.engine.lock import AcquireKind, StoreLock, read_lock
-from distilld.engine.restore import (
+from distilld.engine.passes.restore.apply import (
     apply_restore,
     plan_restore,
     recover_restores,

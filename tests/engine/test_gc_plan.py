@@ -17,8 +17,8 @@ import pytest
 from builders import EM, FIXED_NOW, KESTREL_ENTRY, StoreBuilder, healthy_store
 from distilld.actions.gc import preview_gc, render_text, run_gc_apply
 from distilld.cli import main as cli_main
-from distilld.engine.gc_plan import plan_gc
-from distilld.engine.plan import GcPlan, Move, Skip, render_gc_plan
+from distilld.engine.passes.gc.plan import plan_gc
+from distilld.engine.passes.gc.model import GcPlan, Move, Skip, render_gc_plan
 from distilld.policy import load_policy
 from distilld.store.snapshot import take_snapshot
 from distilld.store.text import clip

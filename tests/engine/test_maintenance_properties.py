@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from distilld.actions.compact import run_compact
 from distilld.actions.migrate import run_migrate
-from distilld.engine.migrate import MigrationRefused
-from distilld.engine.migrate_journal import migration_dirs
+from distilld.engine.passes.migration.apply import MigrationRefused
+from distilld.engine.passes.migration.checklist import migration_dirs
 from distilld.policy import parse_policy
 from distilld.store.invariants import check_store
 from distilld.store.lossless import check_c4

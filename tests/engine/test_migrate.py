@@ -19,9 +19,9 @@ from builders import EM, StoreBuilder
 from distilld.actions.compact import run_compact
 from distilld.actions.migrate import render_json, render_text, run_migrate
 from distilld.cli import main as cli_main
-from distilld.engine.compact import CompactRefused
-from distilld.engine.migrate import MigrationRefused
-from distilld.engine.migrate_journal import MigrationDir, migration_dirs
+from distilld.engine.passes.compaction.apply import CompactRefused
+from distilld.engine.passes.migration.apply import MigrationRefused
+from distilld.engine.passes.migration.checklist import MigrationDir, migration_dirs
 from distilld.policy import load_policy
 from distilld.store.ledger import Ledger
 from distilld.store.spine import Spine
@@ -313,7 +313,7 @@ def test_the_cli_migrates_and_says_what_it_did(store: Path, tmp_path: Path, caps
 
 def test_a_failed_self_check_leaves_pending_and_finish_completes_once_fixed(
         store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import distilld.engine.migrate as engine
+    import distilld.engine.passes.migration.apply as engine
     from distilld.store.findings import fail
 
     real = engine.check_c4

@@ -28,13 +28,13 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import distilld.engine.compact as engine_compact
-import distilld.engine.migrate as engine_migrate
-import distilld.engine.writes as engine_writes
+import distilld.engine.passes.compaction.apply as engine_compact
+import distilld.engine.passes.migration.apply as engine_migrate
+import distilld.engine.executor as engine_writes
 import pytest
 from distilld.cli import main as cli_main
 from distilld.engine.crash import CRASH_ENV
-from distilld.engine.migrate_journal import migration_dirs
+from distilld.engine.passes.migration.checklist import migration_dirs
 from maintenance_fixtures import (
     age_lock,
     have_bash,

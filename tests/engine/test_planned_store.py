@@ -26,9 +26,9 @@ from distilld.actions.migrate import run_migrate
 from distilld.actions.passes import locked_pass
 from distilld.actions.restore import run_restore
 from distilld.cli import main as cli_main
-from distilld.engine.compact import CompactRefused, apply_compaction
+from distilld.engine.passes.compaction.apply import CompactRefused, apply_compaction
 from distilld.engine.lock import default_owner
-from distilld.engine.writes import FileWrite, Step
+from distilld.engine.executor import FileWrite, Step
 from distilld.log import ActivityLog, StatusFile
 from distilld.policy import load_policy
 from distilld.runtime.jobs import JobEnv, run_job

@@ -18,8 +18,8 @@ from builders import EM, FIXED_NOW, KESTREL_ENTRY, MARLIN_ENTRY, StoreBuilder, h
 from distilld.actions.gc import run_gc_apply
 from distilld.actions.restore import render_text, run_restore
 from distilld.cli import main as cli_main
-from distilld.engine.gc import GcRefused
-from distilld.engine.restore import RestoreOutcome, RestoreRefused
+from distilld.engine.passes.gc.apply import GcRefused
+from distilld.engine.passes.restore.apply import RestoreOutcome, RestoreRefused
 from distilld.errors import DistilldError
 from distilld.policy import load_policy
 from distilld.store.catalog import render_catalog

@@ -25,7 +25,7 @@ from distilld.actions.sync import (
     run_init,
     run_sync,
 )
-from distilld.engine.restore import RestoreOutcome
+from distilld.engine.passes.restore.apply import RestoreOutcome
 from distilld.gitstore.commit import Identity
 from distilld.gitstore.sync import SyncReport
 from distilld.policy import Policy, load_policy

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import date
 
-from ..store.lifecycle import activity, exemption, is_candidate
-from ..store.mentions import path_mentions
-from ..store.paths import archived_path, contained
-from ..store.safety import unsafe_name_reason
-from ..store.snapshot import Snapshot
-from ..store.spine import Spine, SpineEditor
-from ..store.text import clip, encode
-from ..store.tierfile import parse_inline_list
-from .plan import GcPlan, Move, Skip
+from ....store.lifecycle import activity, exemption, is_candidate
+from ....store.mentions import path_mentions
+from ....store.paths import archived_path, contained
+from ....store.safety import unsafe_name_reason
+from ....store.snapshot import Snapshot
+from ....store.spine import Spine, SpineEditor
+from ....store.text import clip, encode
+from ....store.tierfile import parse_inline_list
+from .model import GcPlan, Move, Skip
 
 
 def split_families(snapshot: Snapshot) -> dict[str, tuple[str, ...]]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..store.hooks import common_phrases, short_entry, short_hook
-from ..store.spine import (
+from ....store.hooks import common_phrases, short_entry, short_hook
+from ....store.spine import (
     DOUBLE_DASH_RE,
     EM_DASH,
     EM_DASH_RE,
@@ -20,7 +20,7 @@ from ..store.spine import (
     is_continuation,
     joined_group,
 )
-from ..store.text import (
+from ....store.text import (
     byte_len,
     decode,
     dominant_ending,

@@ -17,24 +17,24 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from ..policy import Policy
-from ..store.catalog import render_catalog
-from ..store.evidence import plan_evidence
-from ..store.findings import Finding
-from ..store.invariants import check_store
-from ..store.ledger import LEDGER_HEADER, archive_event
-from ..store.lossless import check_c4
-from ..store.paths import CATALOG, LEGACY_PREFIX, SPINE, Layout, contained, is_legacy
-from ..store.snapshot import Snapshot, planned_snapshot, snapshot_from_files
-from ..store.spine import Spine, SpineEditor, add_entry, find_entry
-from ..store.stamps import format_utc
-from ..store.text import clip, encode, sha256_hex, split_lines
-from ..store.tierfile import KnowledgeFile
-from .compact_plan import CompactLimits, CompactPlan, is_tier_path, plan_compaction
-from .gc_plan import plan_gc
-from .journal import compact_utc
-from .plan import Move
-from .writes import FileMove, FileWrite, Step, TwinAppend
+from ....policy import Policy
+from ....store.catalog import render_catalog
+from ....store.evidence import plan_evidence
+from ....store.findings import Finding
+from ....store.invariants import check_store
+from ....store.ledger import LEDGER_HEADER, archive_event
+from ....store.lossless import check_c4
+from ....store.paths import CATALOG, LEGACY_PREFIX, SPINE, Layout, contained, is_legacy
+from ....store.snapshot import Snapshot, planned_snapshot, snapshot_from_files
+from ....store.spine import Spine, SpineEditor, add_entry, find_entry
+from ....store.stamps import format_utc
+from ....store.text import clip, encode, sha256_hex, split_lines
+from ....store.tierfile import KnowledgeFile
+from ..compaction.plan import CompactLimits, CompactPlan, is_tier_path, plan_compaction
+from ..gc.plan import plan_gc
+from ..gc.manifest import compact_utc
+from ..gc.model import Move
+from ...executor import FileMove, FileWrite, Step, TwinAppend
 
 # The line the installer gives every new store (STORE-FORMAT.md 1.1): short, as the SPINE is tight.
 CATALOG_LINE = "- [Catalog](CATALOG.md) \u2014 complete inventory; not loaded at start."

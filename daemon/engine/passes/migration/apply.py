@@ -16,22 +16,22 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from ..errors import StoreRefused
-from ..policy import Policy
-from ..store import fs
-from ..store.catalog import render_catalog
-from ..store.findings import Finding
-from ..store.invariants import check_store
-from ..store.ledger import archive_event, restore_event
-from ..store.local import lifecycle_enabled, pending_migrations
-from ..store.lossless import check_c4
-from ..store.paths import CATALOG, LEDGER, SPINE, TIERS
-from ..store.snapshot import take_snapshot
-from ..store.text import encode, sha256_hex
-from .context import PassContext
-from .crash import crashpoint
-from .gc import append_ledger, take_ledger
-from .migrate_journal import (
+from ....errors import StoreRefused
+from ....policy import Policy
+from ....store import fs
+from ....store.catalog import render_catalog
+from ....store.findings import Finding
+from ....store.invariants import check_store
+from ....store.ledger import archive_event, restore_event
+from ....store.local import lifecycle_enabled, pending_migrations
+from ....store.lossless import check_c4
+from ....store.paths import CATALOG, LEDGER, SPINE, TIERS
+from ....store.snapshot import take_snapshot
+from ....store.text import encode, sha256_hex
+from ...context import PassContext
+from ...crash import crashpoint
+from ..gc.apply import append_ledger, take_ledger
+from .checklist import (
     ITEM_ARCHIVE,
     ITEM_BACKUP,
     ITEM_CATALOG,
@@ -45,10 +45,10 @@ from .migrate_journal import (
     new_dir,
     render_plan_md,
 )
-from .migrate_plan import MigrationPlan, plan_migration
-from .plan import Move
-from .progress import report as report_progress
-from .writes import Pacer, PlanStopped, planned_checksums, run_step
+from .plan import MigrationPlan, plan_migration
+from ..gc.model import Move
+from ...progress import report as report_progress
+from ...executor import Pacer, PlanStopped, planned_checksums, run_step
 
 KNOWLEDGE_TOPS: tuple[str, ...] = (*TIERS, "evidence", "archive")
 

@@ -28,21 +28,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DistilldError
-from ..store import fs
-from ..store.catalog import render_catalog
-from ..store.findings import Finding, fail
-from ..store.invariants import check_store
-from ..store.local import pending_migrations
-from ..store.lossless import check_c4
-from ..store.paths import CATALOG, Layout
-from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
-from ..store.text import encode, sha256_hex
-from .compact_plan import CompactPlan
-from .context import PassContext
-from .crash import crashpoint
-from .journal import compact_utc
-from .writes import FileWrite, Pacer, PlanStopped, Step, op_from_json, op_to_json, run_step, step_from_json, step_to_json
+from ....errors import DistilldError
+from ....store import fs
+from ....store.catalog import render_catalog
+from ....store.findings import Finding, fail
+from ....store.invariants import check_store
+from ....store.local import pending_migrations
+from ....store.lossless import check_c4
+from ....store.paths import CATALOG, Layout
+from ....store.snapshot import Snapshot, planned_snapshot, take_snapshot
+from ....store.text import encode, sha256_hex
+from .plan import CompactPlan
+from ...context import PassContext
+from ...crash import crashpoint
+from ..gc.manifest import compact_utc
+from ...executor import FileWrite, Pacer, PlanStopped, Step, op_from_json, op_to_json, run_step, step_from_json, step_to_json
 
 COMPACT_JOURNALS_DIR = "data/compact-journals"
 

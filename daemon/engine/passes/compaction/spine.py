@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from ..store.hooks import LINK_RE
-from ..store.spine import hook_of_entry
-from ..store.text import byte_len, rtrim
+from ....store.hooks import LINK_RE
+from ....store.spine import hook_of_entry
+from ....store.text import byte_len, rtrim
 from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep, rewrite
 
 # However long its pointer group, an entry keeps this much of its hook (or all of a shorter one):

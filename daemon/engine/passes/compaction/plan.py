@@ -14,15 +14,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ..policy import Policy
-from ..store.paths import SPINE, TIERS, contained, is_nested_archive
-from ..store.spine import Pointer, Spine
-from ..store.split import Limit, split_knowledge_file
-from ..store.text import byte_len, sha256_hex
-from ..store.tierfile import KnowledgeFile, append_index_details
-from .spine_compact import HOOK_FLOORS, SpineCompactor, SpineLimits, SpineResult
+from ....policy import Policy
+from ....store.paths import SPINE, TIERS, contained, is_nested_archive
+from ....store.spine import Pointer, Spine
+from ....store.split import Limit, split_knowledge_file
+from ....store.text import byte_len, sha256_hex
+from ....store.tierfile import KnowledgeFile, append_index_details
+from .spine import HOOK_FLOORS, SpineCompactor, SpineLimits, SpineResult
 from .spine_model import Entry, SpineModel, format_group
-from .writes import FileWrite, Step
+from ...executor import FileWrite, Step
 
 NUMBER_RE = re.compile(r"-([0-9]+)\.md$")
 DETAIL_OVERHEAD = (4, 60)  # lines and bytes an Index detail section adds besides the hook itself

@@ -12,14 +12,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import DistilldError, StoreRefused
-from ..store import fs
-from ..store.catalog import render_catalog
-from ..store.findings import Finding
-from ..store.hooks import entry_within_cap
-from ..store.ledger import restore_event
-from ..store.local import RESTORE_JOURNALS_DIR
-from ..store.paths import (
+from ....errors import DistilldError, StoreRefused
+from ....store import fs
+from ....store.catalog import render_catalog
+from ....store.findings import Finding
+from ....store.hooks import entry_within_cap
+from ....store.ledger import restore_event
+from ....store.local import RESTORE_JOURNALS_DIR
+from ....store.paths import (
     CATALOG,
     LEGACY_PREFIX,
     SPINE,
@@ -28,15 +28,15 @@ from ..store.paths import (
     is_legacy,
     strip_archive,
 )
-from ..store.safety import unsafe_name_reason
-from ..store.snapshot import Snapshot, take_snapshot
-from ..store.spine import Spine, add_entry, find_entry, room_problem
-from ..store.text import decode, encode, sha256_hex, unescape_free_text
-from ..store.tierfile import append_index_detail, set_frontmatter
-from .context import PassContext
-from .crash import crashpoint
-from .gc import append_ledger, take_ledger
-from .journal import unique_journal_path
+from ....store.safety import unsafe_name_reason
+from ....store.snapshot import Snapshot, take_snapshot
+from ....store.spine import Spine, add_entry, find_entry, room_problem
+from ....store.text import decode, encode, sha256_hex, unescape_free_text
+from ....store.tierfile import append_index_detail, set_frontmatter
+from ...context import PassContext
+from ...crash import crashpoint
+from ..gc.apply import append_ledger, take_ledger
+from ..gc.manifest import unique_journal_path
 
 
 class RestoreRefused(DistilldError):

@@ -13,21 +13,21 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from ..errors import StoreRefused
-from ..store import fs
-from ..store.catalog import render_catalog
-from ..store.findings import Finding
-from ..store.hooks import entry_within_cap
-from ..store.ledger import LEDGER_HEADER, Ledger, archive_event, ledger_stamp, restore_event
-from ..store.local import GC_LOG, GC_MANIFESTS_DIR, pending_migrations
-from ..store.paths import CATALOG, LEDGER, SPINE, Layout, archived_path, contained
-from ..store.snapshot import Snapshot, take_snapshot
-from ..store.spine import Spine, add_entry, find_entry, remove_pointer, room_problem
-from ..store.text import sha256_hex, sha256_norm_hex
-from ..store.tierfile import append_index_detail
-from .context import PassContext
-from .crash import crashpoint
-from .journal import (
+from ....errors import StoreRefused
+from ....store import fs
+from ....store.catalog import render_catalog
+from ....store.findings import Finding
+from ....store.hooks import entry_within_cap
+from ....store.ledger import LEDGER_HEADER, Ledger, archive_event, ledger_stamp, restore_event
+from ....store.local import GC_LOG, GC_MANIFESTS_DIR, pending_migrations
+from ....store.paths import CATALOG, LEDGER, SPINE, Layout, archived_path, contained
+from ....store.snapshot import Snapshot, take_snapshot
+from ....store.spine import Spine, add_entry, find_entry, remove_pointer, room_problem
+from ....store.text import sha256_hex, sha256_norm_hex
+from ....store.tierfile import append_index_detail
+from ...context import PassContext
+from ...crash import crashpoint
+from .manifest import (
     Manifest,
     ManifestMove,
     all_manifests,
@@ -35,7 +35,7 @@ from .journal import (
     new_manifest,
     unfinished_manifests,
 )
-from .plan import GcPlan
+from .model import GcPlan
 
 
 class GcRefused(StoreRefused):

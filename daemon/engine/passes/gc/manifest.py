@@ -15,9 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import DistilldError
-from ..store import fs
-from ..store.local import GC_MANIFESTS_DIR
+from ....errors import DistilldError
+from ....store import fs
+from ....store.local import GC_MANIFESTS_DIR
 
 
 class ManifestError(DistilldError):
