@@ -12,11 +12,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..engine.apply import JournalRun
 from ..engine.passes.compaction.apply import (
-    CompactOutcome,
     apply_compaction,
+    compaction_journals,
     refuse_unless_compaction_allowed,
-    unfinished_journals,
 )
 from ..engine.passes.compaction.plan import CompactLimits, CompactPlan, plan_compaction
 from ..engine.passes.migration.plan import unpointed_children
@@ -34,8 +34,8 @@ PLAN_ATTEMPTS = 2  # a file changed under the first attempt: plan once more from
 class CompactReport:
     mode: str  # "preview" or "apply"
     plan: CompactPlan | None = None
-    outcome: CompactOutcome | None = None
-    recovery: CompactOutcome | None = None
+    outcome: JournalRun | None = None
+    recovery: JournalRun | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -70,7 +70,7 @@ class CompactReport:
         }
 
 
-def _outcome_dict(outcome: CompactOutcome | None) -> dict[str, Any] | None:
+def _outcome_dict(outcome: JournalRun | None) -> dict[str, Any] | None:
     if outcome is None:
         return None
     return {
@@ -97,7 +97,7 @@ def preview_compact(store: Path, policy: Policy, now: datetime) -> CompactReport
     snapshot = take_snapshot(store)
     refuse_unless_compaction_allowed(snapshot)
     report = CompactReport("preview", plan_for(snapshot, policy, now))
-    for journal in unfinished_journals(snapshot.root):
+    for journal in compaction_journals(snapshot.root):
         report.notes.append(f"unfinished compaction {journal.path}: --apply finishes it first")
     return report
 
@@ -116,8 +116,9 @@ def run_compact(store: Path, policy: Policy, clock: Callable[[], datetime], wait
         report = CompactReport("apply")
         resumed = finish_interrupted(ctx)
         report.notes += resumed.all_notes
-        if resumed.compaction is not None and resumed.compaction.journal is not None:
-            report.recovery = resumed.compaction
+        recovered = resumed.outcome("compaction", JournalRun)
+        if recovered is not None and recovered.journal is not None:
+            report.recovery = recovered
         if report.recovery is not None and report.recovery.rolled_back:
             ctx.take_baseline()
         for attempt in range(PLAN_ATTEMPTS):
@@ -163,7 +164,7 @@ def render_plan(plan: CompactPlan, heading: str) -> list[str]:
     return out
 
 
-def _render_outcome(title: str, outcome: CompactOutcome) -> list[str]:
+def _render_outcome(title: str, outcome: JournalRun) -> list[str]:
     out = [(f"{title}: journal {outcome.journal or '(none)'}; {len(outcome.steps_done)} steps, "
             f"{len(outcome.written)} files written")]
     if outcome.self_check:

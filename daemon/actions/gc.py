@@ -89,8 +89,8 @@ def run_gc_apply(store: Path, policy: Policy, clock: Callable[[], datetime], wai
 def _finish_interrupted(ctx: PassContext, report: GcReport) -> None:
     """What a killed pass left is finished first, and said."""
     resumed = finish_interrupted(ctx)
-    report.recovery = resumed.gc
-    report.notes += resumed.notes  # the gc recovery itself is shown as report.recovery
+    report.recovery = resumed.outcome("gc", GcOutcome)
+    report.notes += resumed.notes_besides("gc")  # the gc recovery itself is shown as report.recovery
 
 
 def run_gc_revert(store: Path, policy: Policy, clock: Callable[[], datetime], manifest: str | None,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from ..engine.passes.gc.apply import refuse_unless_gc_allowed
 from ..engine.recovery import finish_interrupted
-from ..engine.passes.restore.apply import RestoreOutcome, apply_restore, plan_restore
+from ..engine.passes.restore.apply import RestoreOutcome, apply_restore
+from ..engine.passes.restore.plan import plan_restore
 from ..policy import Policy
 from ..store.paths import strip_archive
 from ..store.snapshot import take_snapshot
@@ -23,9 +24,10 @@ def run_restore(store: Path, path: str, policy: Policy, clock: Callable[[], date
     with locked_pass(store, policy, clock, wait) as ctx:
         refuse_unless_gc_allowed(take_snapshot(ctx.root))
         resumed = finish_interrupted(ctx)
-        if strip_archive(path) in resumed.restores.restored:
-            resumed.restores.notes = resumed.all_notes + resumed.restores.notes
-            return resumed.restores  # this very restore was interrupted; finishing it was the whole job
+        recovered = resumed.outcome("restore", RestoreOutcome)
+        if recovered is not None and strip_archive(path) in recovered.restored:
+            recovered.notes = resumed.all_notes + recovered.notes
+            return recovered  # this very restore was interrupted; finishing it was the whole job
         notes = resumed.all_notes
         members = plan_restore(take_snapshot(ctx.root), path, policy.spine.entry_max_bytes,
                                policy.spine.entry_target_bytes, policy.spine.max_lines, policy.spine.max_bytes)

@@ -1,9 +1,17 @@
-"""Planned file operations and their idempotent execution (compaction and migration).
+"""The one executor: the operations every pass plans, and their idempotent execution.
 
 A planner computes every write in advance: the bytes a file gets, and the checksum of the
 bytes it replaces. Carrying a step out again after a crash is then safe: a file already holding
 the planned bytes is left alone, a file holding the bytes the plan expected is written, and
 anything else means someone changed the file meanwhile, so the run stops there.
+
+Three operations are derived from the file as it is when they run, because the format fixes
+what their journal holds (a gc manifest names moves, not SPINE bytes) or because they must be
+stamped when they are written: a ledger line, a SPINE pointer removed or added, evidence lines
+appended to a twin. Each knows from the file itself whether it is done.
+
+Every operation is followed by its write boundary (engine/crash.py), so the crash tests can
+stop any pass after any write.
 """
 
 from __future__ import annotations
@@ -13,11 +21,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import StoreRefused
 from ..store import fs
 from ..store.evidence import twin_after
+from ..store.ledger import LEDGER_HEADER, Ledger, archive_event, ledger_stamp, restore_event
+from ..store.paths import LEDGER, SPINE
+from ..store.spine import Spine, add_entry, find_entry, remove_pointer
 from ..store.text import decode, encode, sha256_hex
 from .crash import crashpoint
 
@@ -65,7 +76,59 @@ class TwinAppend:
         return twin_after(current, self.header, self.lines, Counter(self.base), self.ending)
 
 
-Op = FileWrite | FileMove | TwinAppend
+@dataclass
+class LedgerAppend:
+    """Append one ledger event for ``tier_path``, stamped as it is written and never earlier
+    than the newest line; done once the ledger's last event for the path is this one."""
+
+    tier_path: str
+    event: str  # "archive" or "restore"
+    sha256: str | None
+    reason: str
+    sha256_norm: str = ""
+    spine_entry: str = ""
+    modified: bool = False
+
+    def line(self, stamp: str) -> str:
+        if self.event == "archive":
+            return archive_event(stamp, self.tier_path, self.sha256 or "", self.sha256_norm, self.reason,
+                                 self.spine_entry)
+        return restore_event(stamp, self.tier_path, self.reason, self.sha256, self.modified)
+
+    def done_in(self, ledger: Ledger | None) -> bool:
+        last = ledger.last_event_by_path.get(self.tier_path) if ledger else None
+        if last is None:
+            return False
+        if self.event == "archive":
+            return last.is_archive and last.value("sha256") == self.sha256
+        return last.is_restore
+
+
+@dataclass
+class SpineEdit:
+    """Remove the SPINE pointer to ``path`` (``entry`` empty), or add ``entry`` for it; done when
+    the SPINE already says so."""
+
+    path: str
+    entry: str = ""
+    entry_cap: int | None = None
+
+    def result(self, current: bytes) -> bytes | None:
+        """The SPINE's new bytes, or None when there is nothing to do."""
+        spine = Spine(current)
+        if not self.entry:
+            removal = remove_pointer(spine, self.path)
+            return None if removal is None else removal.text.encode("utf-8", "surrogateescape")
+        if find_entry(spine, self.path) is not None:
+            return None
+        return add_entry(spine, self.entry, self.path, self.entry_cap).encode("utf-8", "surrogateescape")
+
+
+Op = FileWrite | FileMove | TwinAppend | LedgerAppend | SpineEdit
+
+# The write boundary after each kind of operation (engine/crash.py).
+BOUNDARY: dict[type, str] = {FileWrite: "file-written", FileMove: "file-moved", TwinAppend: "file-written",
+                             LedgerAppend: "ledger-appended", SpineEdit: "spine-edited"}
 
 
 @dataclass
@@ -77,7 +140,14 @@ class Step:
     def paths(self) -> list[str]:
         out: list[str] = []
         for op in self.ops:
-            out += [op.source, op.target] if isinstance(op, FileMove) else [op.path]
+            if isinstance(op, FileMove):
+                out += [op.source, op.target]
+            elif isinstance(op, LedgerAppend):
+                out.append(LEDGER)
+            elif isinstance(op, SpineEdit):
+                out.append(SPINE)
+            else:
+                out.append(op.path)
         return out
 
 
@@ -100,6 +170,7 @@ class Pacer:
     """
 
     def __init__(self, heartbeat: Callable[[], None], interval: float = 1.0) -> None:
+        # interval 0: a heartbeat after every file (the gc and restore order of the format)
         self.heartbeat = heartbeat
         self.interval = interval
         self.last: float | None = None
@@ -115,54 +186,147 @@ class Pacer:
         self.last = time.monotonic()
 
 
-def carry_out(root: Path, op: Op) -> list[tuple[str, str]]:
-    """Do ``op`` unless it is done; the (path, checksum) of every file it wrote or moved."""
-    if isinstance(op, FileWrite):
-        current = _sha(root / op.path)
-        if current == op.after:
-            return []
-        if current != op.before:
-            state = "absent" if current is None else f"sha256 {current}"
-            expected = "absent" if op.before is None else f"sha256 {op.before}"
-            raise PlanStopped(f"{root / op.path}: changed since the plan was made ({state}, the plan "
-                              f"expects {expected}); stopped before writing it. The interrupted pass "
-                              "cannot finish over that change (a compaction undoes its own writes and plans "
-                              "again; a migration: `distilld migrate --revert` puts the backup back and keeps "
-                              "later changes aside)")
-        fs.atomic_write(root / op.path, op.data, durable=False)
-        return [(op.path, op.after)]
-    if isinstance(op, FileMove):
-        source, target = _sha(root / op.source), _sha(root / op.target)
-        if source is None and target == op.sha256:
-            return []
-        if source != op.sha256 or target is not None:
-            raise PlanStopped(f"{root / op.source}: cannot move it to {op.target} as planned (source "
-                              f"{source or 'absent'}, target {target or 'absent'}, planned {op.sha256}); "
-                              "stopped")
-        fs.move_exact(root / op.source, root / op.target)
-        return [(op.target, op.sha256)]
-    path = root / op.path
-    current_raw = path.read_bytes() if path.exists() else None
-    data = op.result(current_raw)
-    if current_raw == data:
-        return []
-    fs.atomic_write(path, data, durable=False)
-    return [(op.path, sha256_hex(data))]
+def take_ledger(root: Path) -> Ledger | None:
+    try:
+        return Ledger((root / LEDGER).read_bytes())
+    except FileNotFoundError:
+        return None
 
 
-def run_step(root: Path, step: Step, pacer: Pacer,
-             record: Callable[[str, str], None] | None = None) -> list[tuple[str, str]]:
-    """Carry out a step's operations in order; record and pace after every file."""
-    written: list[tuple[str, str]] = []
-    for op in step.ops:
-        done = carry_out(root, op)
-        crashpoint("file-written")
-        for path, checksum in done:
-            if record is not None:
-                record(path, checksum)
-        written += done
-        pacer.tick()
-    return written
+def append_ledger(ctx: StampedRoot, line_for: Callable[[str], str]) -> None:
+    """Append one ledger line, stamped never earlier than the newest line already there (the
+    reverts' ledger lines, which are decided as they go)."""
+    stamp = ledger_stamp(take_ledger(ctx.root), ctx.now_stamp())
+    fs.append_line(ctx.root / LEDGER, line_for(stamp), LEDGER_HEADER)
+
+
+class StampedRoot(Protocol):
+    root: Path
+
+    def now_stamp(self) -> str: ...
+
+
+def move_state(root: Path, move: FileMove) -> str:
+    """"pending", "done", or what makes the move impossible as planned."""
+    source, target = _sha(root / move.source), _sha(root / move.target)
+    if source is None and target == move.sha256:
+        return "done"
+    if source == move.sha256 and target is None:
+        return "pending"
+    return (f"{root / move.source}: cannot move it to {move.target} as planned (source {source or 'absent'}, "
+            f"target {target or 'absent'}, planned {move.sha256}); stopped")
+
+
+class Executor:
+    """Carries out a pass's steps in order, each operation idempotent, and paces the lock's
+    heartbeat. ``durable`` writes each file to disk before the next operation, for passes whose
+    journal holds no bytes to write again (gc, restore); ``record`` hears of every file written."""
+
+    def __init__(self, root: Path, pacer: Pacer, now_stamp: Callable[[], str], durable: bool = False,
+                 record: Callable[[str, str], None] | None = None) -> None:
+        self.root, self.pacer, self.now_stamp = root, pacer, now_stamp
+        self.durable, self.record = durable, record
+
+    def run(self, step: Step) -> list[tuple[str, str]]:
+        """Carry out a step's operations in order, from the first one after the last that is
+        done: a later operation may change what an earlier one left (a restored file is stamped
+        after its move), so a resumed step goes on from where it was cut. The moves still to
+        make are checked first: no ledger line is written for a move that cannot be made."""
+        ops = step.ops[self.resume_point(step):]
+        for op in ops:
+            if isinstance(op, FileMove):
+                state = move_state(self.root, op)
+                if state not in ("pending", "done"):
+                    raise PlanStopped(state)
+        written: list[tuple[str, str]] = []
+        for op in ops:
+            done = self.carry_out(op)
+            crashpoint(BOUNDARY[type(op)])
+            for path, checksum in done:
+                if self.record is not None:
+                    self.record(path, checksum)
+            written += done
+            self.pacer.tick()
+        return written
+
+    def resume_point(self, step: Step) -> int:
+        """The index after the last operation of the step that is done (0: none is)."""
+        for index in reversed(range(len(step.ops))):
+            if self.is_done(step.ops[index]):
+                return index + 1
+        return 0
+
+    def is_done(self, op: Op) -> bool:
+        root = self.root
+        if isinstance(op, FileWrite):
+            return _sha(root / op.path) == op.after
+        if isinstance(op, FileMove):
+            return move_state(root, op) == "done"
+        if isinstance(op, LedgerAppend):
+            return op.done_in(take_ledger(root))
+        if isinstance(op, SpineEdit):
+            try:
+                return op.result((root / SPINE).read_bytes()) is None
+            except FileNotFoundError:
+                return not op.entry
+        current = (root / op.path).read_bytes() if (root / op.path).exists() else None
+        return op.result(current) == current
+
+    def carry_out(self, op: Op) -> list[tuple[str, str]]:
+        """Do ``op`` unless it is done; the (path, checksum) of every file it wrote or moved."""
+        root = self.root
+        if isinstance(op, FileWrite):
+            current = _sha(root / op.path)
+            if current == op.after:
+                return []
+            if current != op.before:
+                state = "absent" if current is None else f"sha256 {current}"
+                expected = "absent" if op.before is None else f"sha256 {op.before}"
+                raise PlanStopped(f"{root / op.path}: changed since the plan was made ({state}, the plan "
+                                  f"expects {expected}); stopped before writing it. The interrupted pass "
+                                  "cannot finish over that change (a compaction undoes its own writes and plans "
+                                  "again; a migration: `distilld migrate --revert` puts the backup back and keeps "
+                                  "later changes aside)")
+            fs.atomic_write(root / op.path, op.data, durable=self.durable)
+            return [(op.path, op.after)]
+        if isinstance(op, FileMove):
+            state = move_state(root, op)
+            if state == "done":
+                return []
+            if state != "pending":
+                raise PlanStopped(state)
+            fs.move_exact(root / op.source, root / op.target)
+            if _sha(root / op.target) != op.sha256:
+                raise PlanStopped(f"{root / op.target}: its checksum after the move differs from the planned "
+                                  f"{op.sha256}; stopped. Compare it with the ledger before anything else.")
+            return [(op.target, op.sha256)]
+        if isinstance(op, LedgerAppend):
+            ledger = take_ledger(root)
+            if op.done_in(ledger):
+                return []
+            fs.append_line(root / LEDGER, op.line(ledger_stamp(ledger, self.now_stamp())), LEDGER_HEADER)
+            return [(LEDGER, _sha(root / LEDGER) or "")]
+        if isinstance(op, SpineEdit):
+            path = root / SPINE
+            try:
+                spine = path.read_bytes()
+            except FileNotFoundError:
+                if not op.entry:
+                    return []  # no SPINE, no pointer to remove
+                raise PlanStopped(f"{path} is missing; stopped before adding the entry for {op.path} (restore "
+                                  "it from git or a backup, then run the command again)") from None
+            edited = op.result(spine)
+            if edited is None:
+                return []
+            fs.atomic_write(path, edited, durable=self.durable)
+            return [(SPINE, sha256_hex(edited))]
+        path = root / op.path
+        current_raw = path.read_bytes() if path.exists() else None
+        data = op.result(current_raw)
+        if current_raw == data:
+            return []
+        fs.atomic_write(path, data, durable=self.durable)
+        return [(op.path, sha256_hex(data))]
 
 
 # -- serialising (the journal keeps the planned bytes, so a resume needs nothing else) --------
@@ -173,6 +337,11 @@ def op_to_json(op: Op) -> dict[str, Any]:
         return found if op.previous is None else {**found, "previous": decode(op.previous)}
     if isinstance(op, FileMove):
         return {"move": op.source, "to": op.target, "sha256": op.sha256}
+    if isinstance(op, LedgerAppend):
+        return {"ledger": op.tier_path, "event": op.event, "sha256": op.sha256, "reason": op.reason,
+                "sha256_norm": op.sha256_norm, "spine_entry": op.spine_entry, "modified": op.modified}
+    if isinstance(op, SpineEdit):
+        return {"spine": op.path, "entry": op.entry, "entry_cap": op.entry_cap}
     return {"twin": op.path, "header": op.header, "lines": op.lines, "base": op.base, "ending": op.ending,
             "planned": op.planned}
 
@@ -184,6 +353,14 @@ def op_from_json(data: dict[str, Any]) -> Op:
                          None if previous is None else encode(str(previous)))
     if "move" in data:
         return FileMove(str(data["move"]), str(data["to"]), str(data["sha256"]))
+    if "ledger" in data:
+        sha = data.get("sha256")
+        return LedgerAppend(str(data["ledger"]), str(data["event"]), None if sha is None else str(sha),
+                            str(data["reason"]), str(data.get("sha256_norm", "")), str(data.get("spine_entry", "")),
+                            bool(data.get("modified", False)))
+    if "spine" in data:
+        cap = data.get("entry_cap")
+        return SpineEdit(str(data["spine"]), str(data.get("entry", "")), None if cap is None else int(cap))
     return TwinAppend(str(data["twin"]), str(data["header"]), [str(x) for x in data["lines"]],
                       {str(k): int(v) for k, v in dict(data["base"]).items()}, str(data["ending"]),
                       str(data.get("planned", "")))
@@ -207,6 +384,6 @@ def planned_checksums(steps: list[Step]) -> dict[str, set[str]]:
                 found.setdefault(op.path, set()).add(op.after)
             elif isinstance(op, FileMove):
                 found.setdefault(op.target, set()).add(op.sha256)
-            elif op.planned:
+            elif isinstance(op, TwinAppend) and op.planned:
                 found.setdefault(op.path, set()).add(op.planned)
     return found

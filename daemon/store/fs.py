@@ -278,15 +278,18 @@ def append_line(path: Path, line: str, header: str = "", durable: bool = True) -
     """
     if "\n" in line or "\r" in line:
         raise ValueError(f"{path}: refusing to append a line holding a line break: {line[:70]!r}")
-    existing = _read_existing(path)
+    _append(path, appended_chunk(_read_existing(path), line, header), durable)
+
+
+def appended_chunk(existing: bytes | None, line: str, header: str = "") -> bytes:
+    """The bytes ``append_line`` adds to a file holding ``existing`` (None: no file yet)."""
     ending = line_ending_of(existing) if existing else b"\n"
     chunk = b""
     if existing is None:
         chunk += with_line_ending(encode(header), ending)
     elif existing and not existing.endswith(b"\n"):
         chunk += ending
-    chunk += encode(line) + ending
-    _append(path, chunk, durable)
+    return chunk + encode(line) + ending
 
 
 def move_exact(source: Path, target: Path) -> None:

@@ -18,19 +18,17 @@ import contextlib
 import io
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import distilld.engine.passes.compaction.apply as engine_compact
 import pytest
+from boundaries import boundaries_in, count_reached
 from builders import EM
 from distilld.cli import main as cli_main
 from distilld.engine.context import PassContext
@@ -258,8 +256,7 @@ def test_a_killed_rollback_is_finished_by_the_next_run(tmp_path: Path, boundary:
 
 
 def test_the_rollback_boundaries_are_the_ones_the_engine_has() -> None:
-    source = Path(engine_compact.__file__).read_text()
-    assert set(ROLLBACK_OCCURRENCES) <= set(re.findall(r'crashpoint\("([a-z-]+)"\)', source))
+    assert set(ROLLBACK_OCCURRENCES) <= boundaries_in("apply.py")  # the one rollback, every pass's
 
 
 def test_the_rollback_boundary_table_matches_a_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -267,8 +264,7 @@ def test_the_rollback_boundary_table_matches_a_run(tmp_path: Path, monkeypatch: 
     run_killed([sys.executable, "-m", "distilld", "compact", str(root), "--apply"], ROLLBACK_SETUP)
     age_lock(root)
     edit_spine(root)
-    reached: Counter[str] = Counter()
-    monkeypatch.setattr(engine_compact, "crashpoint", lambda boundary: reached.update([boundary]))
+    reached = count_reached(monkeypatch)
     assert cli(["compact", str(root), "--apply"])[0] == 0
     assert {b: reached[b] for b in ROLLBACK_OCCURRENCES} == ROLLBACK_OCCURRENCES
 

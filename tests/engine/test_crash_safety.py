@@ -29,7 +29,6 @@ import contextlib
 import hashlib
 import io
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -41,8 +40,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import distilld.engine
 import pytest
+from boundaries import boundaries_in, count_reached, executor_boundaries
 from builders import EM, KESTREL_ENTRY, StoreBuilder, healthy_store
 from distilld.cli import main as cli_main
 from distilld.engine.crash import CRASH_ENV
@@ -59,8 +58,8 @@ pytestmark = pytest.mark.slow
 
 GC_BOUNDARIES = ("manifest-written", "ledger-appended", "file-moved", "spine-edited",
                  "manifest-marked", "catalog-written")
-RESTORE_BOUNDARIES = ("journal-written", "ledger-appended", "file-moved", "file-stamped",
-                      "spine-edited", "journal-marked", "catalog-written")
+RESTORE_BOUNDARIES = ("journal-written", "ledger-appended", "file-moved", "file-written",
+                      "step-marked", "catalog-written")
 
 # Where the gc apply is first crashed in the "recovery" scenario: the split family's parent is
 # archived, its child (split_from the parent) is not, the SPINE still points at both.
@@ -74,16 +73,17 @@ OCCURRENCES: dict[str, dict[str, int]] = {
     # 1 manifest, then per move: ledger line, move, SPINE edit, done flag; 1 catalog.
     "apply": {"manifest-written": 1, "ledger-appended": 4, "file-moved": 4, "spine-edited": 4,
               "manifest-marked": 4, "catalog-written": 1},
-    # Recovering the manifest left by RECOVERY_SETUP_CRASH: move 1 (already moved) is only marked
-    # done, moves 2-4 are carried out; no new manifest (nothing is left to plan).
-    "recovery": {"manifest-written": 0, "ledger-appended": 3, "file-moved": 3, "spine-edited": 3,
-                 "manifest-marked": 3, "catalog-written": 1},
+    # Recovering the manifest left by RECOVERY_SETUP_CRASH: move 1 (already moved) goes on from
+    # its SPINE edit, moves 2-4 are carried out; no new manifest (nothing is left to plan).
+    "recovery": {"manifest-written": 0, "ledger-appended": 3, "file-moved": 3, "spine-edited": 4,
+                 "manifest-marked": 4, "catalog-written": 1},
     # Revert of the 4 done moves, newest first.
     "revert": {"manifest-written": 0, "ledger-appended": 4, "file-moved": 4, "spine-edited": 4,
                "manifest-marked": 4, "catalog-written": 1},
-    # 2 members, each: ledger, move, stamp, SPINE, each step journalled (journal-marked) once.
-    "restore": {"journal-written": 1, "ledger-appended": 2, "file-moved": 2, "file-stamped": 2,
-                "spine-edited": 2, "journal-marked": 8, "catalog-written": 1},
+    # 2 members, each one step: ledger, move, stamp, SPINE entry; each step marked in the journal
+    # once done.
+    "restore": {"journal-written": 1, "ledger-appended": 2, "file-moved": 2, "file-written": 4,
+                "step-marked": 2, "catalog-written": 1},
 }
 OPERATIONS = tuple(OCCURRENCES)
 RESTORE_TARGET = "projects/a.md"
@@ -447,7 +447,7 @@ CROSS_CASES = [
     ("restore", "journal-written", 1, "revert"),
     ("restore", "file-moved", 2, "revert"),
     ("restore:projects/marlin.md", "ledger-appended", 1, "revert"),  # archived before any manifest
-    ("restore", "journal-marked", 3, "apply"),
+    ("restore", "step-marked", 1, "apply"),
     ("apply", "file-moved", 2, "revert"),
     ("apply", "ledger-appended", 3, "restore"),
 ]
@@ -488,17 +488,16 @@ def test_the_next_command_whatever_it_is_recovers_first(
 # -- the table of boundaries and occurrences ---------------------------------------------------------
 
 def test_boundary_list_matches_the_engine() -> None:
-    engine = Path(distilld.engine.__file__).parent
-    gc_module, restore_module = engine / "passes/gc/apply.py", engine / "passes/restore/apply.py"
-    found = {path: set(re.findall(r'crashpoint\("([a-z-]+)"\)', path.read_text()))
-             for path in (gc_module, restore_module)}
-    assert found[gc_module] == set(GC_BOUNDARIES)
-    assert found[restore_module] == set(RESTORE_BOUNDARIES)
-    # Compaction and migration (and the executor they share) have their own kill tests.
-    own_tests = {engine / "passes/compaction/apply.py", engine / "passes/migration/apply.py", engine / "executor.py"}
-    others = [p.name for p in engine.rglob("*.py")
-              if p not in {gc_module, restore_module, engine / "crash.py", *own_tests} and "crashpoint(" in p.read_text()]
-    assert others == []
+    # gc: its manifest and revert, the one executor's operations (ledger line, move, SPINE edit),
+    # the one finish step; restore: its journal, the executor, the journal's step marks, the finish
+    gc = boundaries_in("passes/gc/apply.py", "passes/gc/manifest.py", "finish.py") | {"ledger-appended",
+                                                                                      "file-moved", "spine-edited"}
+    assert gc == set(GC_BOUNDARIES)
+    restore = boundaries_in("passes/restore/apply.py", "finish.py") | {"ledger-appended", "file-moved",
+                                                                       "file-written", "step-marked"}
+    assert restore == set(RESTORE_BOUNDARIES)
+    assert {"ledger-appended", "file-moved", "spine-edited", "file-written"} <= executor_boundaries()
+    assert "step-marked" in boundaries_in("apply.py")
     for operation in ("apply", "recovery", "revert"):
         assert set(OCCURRENCES[operation]) == set(GC_BOUNDARIES)
     assert set(OCCURRENCES["restore"]) == set(RESTORE_BOUNDARIES)
@@ -506,12 +505,7 @@ def test_boundary_list_matches_the_engine() -> None:
 
 def test_occurrence_table_matches_an_uninterrupted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Count each boundary in an uninterrupted run of every operation (in-process)."""
-    import distilld.engine.passes.gc.apply as engine_gc
-    import distilld.engine.passes.restore.apply as engine_restore
-
-    reached: Counter[str] = Counter()
-    monkeypatch.setattr(engine_gc, "crashpoint", lambda boundary: reached.update([boundary]))
-    monkeypatch.setattr(engine_restore, "crashpoint", lambda boundary: reached.update([boundary]))
+    reached = count_reached(monkeypatch)
     commands = {"apply": gc_apply, "recovery": gc_apply, "revert": gc_revert, "restore": restore}
 
     for operation, expected in OCCURRENCES.items():

@@ -33,12 +33,8 @@ from distilld.engine.crash import CRASH_ENV
 from distilld.engine.passes.gc.apply import apply_gc, recover_gc
 from distilld.engine.passes.gc.manifest import all_manifests
 from distilld.engine.lock import AcquireKind, StoreLock, read_lock
-from distilld.engine.passes.restore.apply import (
-    apply_restore,
-    plan_restore,
-    recover_restores,
-    unfinished_restores,
-)
+from distilld.engine.passes.restore.apply import apply_restore, recover_restores, unfinished_restores
+from distilld.engine.passes.restore.plan import plan_restore
 from distilld.errors import LockHeld, LockLost
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store

@@ -28,9 +28,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import distilld.engine.passes.compaction.apply as engine_compact
-import distilld.engine.passes.migration.apply as engine_migrate
-import distilld.engine.executor as engine_writes
+from boundaries import boundaries_in, count_reached, executor_boundaries
 import pytest
 from distilld.cli import main as cli_main
 from distilld.engine.crash import CRASH_ENV
@@ -48,8 +46,8 @@ KNOWLEDGE = ("SPINE.md", "CATALOG.md", "craft/", "ops/", "profile/", "projects/"
 STAMP_RE = re.compile(rb"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 # How often an uninterrupted run reaches each boundary (kept honest by the last two tests).
-MIGRATE_OCCURRENCES = {"plan-written": 1, "pending-written": 1, "file-written": 20, "item-marked": 14,
-                       "done-written": 1}
+MIGRATE_OCCURRENCES = {"plan-written": 1, "pending-written": 1, "file-written": 13, "ledger-appended": 2,
+                       "file-moved": 4, "catalog-written": 1, "item-marked": 14, "done-written": 1}
 COMPACT_OCCURRENCES = {"journal-written": 1, "file-written": 53, "step-marked": 49, "catalog-written": 1}
 COMPACT_SAMPLE = {"journal-written": [1], "file-written": [1, 2, 3, 26, 52, 53],
                   "step-marked": [1, 2, 25, 48, 49], "catalog-written": [1]}
@@ -190,20 +188,16 @@ def test_a_killed_compaction_is_finished_by_the_next_one(
 # -- the tables -----------------------------------------------------------------------------------------
 
 def test_boundaries_are_the_ones_the_engine_has() -> None:
-    engine = Path(engine_migrate.__file__).parent
-    found = {name: set(re.findall(r'crashpoint\("([a-z-]+)"\)', (engine / name).read_text()))
-             for name in ("migrate.py", "compact.py", "writes.py")}
-    assert found["writes.py"] == {"file-written"}
-    assert found["migrate.py"] | found["writes.py"] >= set(MIGRATE_OCCURRENCES)
-    assert found["migrate.py"] - set(MIGRATE_OCCURRENCES) == {"reverted-written"}  # revert is re-runnable
+    migration = boundaries_in("passes/migration/apply.py", "passes/migration/checklist.py", "finish.py")
+    assert migration | executor_boundaries() >= set(MIGRATE_OCCURRENCES)
+    assert migration - set(MIGRATE_OCCURRENCES) == {"reverted-written"}  # revert is re-runnable
     # The rollback's own boundaries are killed in test_compact_foreign_edit.py (ROLLBACK_OCCURRENCES).
-    assert found["compact.py"] | found["writes.py"] == set(COMPACT_OCCURRENCES) | {"rollback-started", "file-restored"}
+    compaction = boundaries_in("passes/compaction/apply.py", "apply.py", "finish.py") | {"file-written"}
+    assert compaction == set(COMPACT_OCCURRENCES) | {"rollback-started", "file-restored"}
 
 
 def test_occurrence_tables_match_an_uninterrupted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    reached: Counter[str] = Counter()
-    for module in (engine_migrate, engine_compact, engine_writes):
-        monkeypatch.setattr(module, "crashpoint", lambda boundary: reached.update([boundary]))
+    reached = count_reached(monkeypatch)
     kill_store(tmp_path / "m")
     assert cli(["migrate", str(tmp_path / "m"), "--apply"])[0] == 0
     assert dict(reached) == MIGRATE_OCCURRENCES

@@ -385,7 +385,7 @@ def _plan_once(files: dict[str, bytes], limits: CompactLimits, today: str, catal
             continue
         after = "" if entry.removed else entry.current()
         kind = "merged" if entry.merged else "cut" if entry.cut else "joined"
-        plan.changes.append(EntryChange(kind, entry.paths, " ".join((entry.first_line, *entry.continuations)),
+        plan.changes.append(EntryChange(kind, entry.paths, entry.as_read,
                                         after, entry.detail_target))
     for path in sorted(p for p in plan.files if is_tier_path(p)):
         if _Tree(plan.files).over_cap(path, limits):

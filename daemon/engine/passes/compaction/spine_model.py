@@ -16,6 +16,7 @@ from ....store.spine import (
     LEADING_GROUP_RE,
     Pointer,
     Spine,
+    SpineEntry,
     hook_of_entry,
     is_continuation,
     joined_group,
@@ -37,14 +38,14 @@ def format_group(group: list[Pointer]) -> str:
 
 @dataclass
 class Entry:
-    """One SPINE entry: as read (``raw_lines``), and as the plan leaves it."""
+    """One SPINE entry under edit: the entry as read (``read``, the store's SpineEntry, with
+    its lines as they are on disk in ``raw_lines``), and what the plan makes of it."""
 
     key: int
     group: list[Pointer]
     hook: str  # the joined hook, trailing space trimmed (a merged line's: both hooks)
-    first_line: str = ""
+    read: SpineEntry | None = None  # None for a new entry
     raw_lines: list[str] = field(default_factory=list)  # with endings; [] for a new entry
-    continuations: tuple[str, ...] = ()
     section: int = 0  # how many headings stand above it
     is_catalog: bool = False
     text: str | None = None  # a rewritten single line
@@ -63,6 +64,19 @@ class Entry:
     @property
     def is_new(self) -> bool:
         return not self.raw_lines
+
+    @property
+    def first_line(self) -> str:
+        return self.read.first_line if self.read is not None else ""
+
+    @property
+    def continuations(self) -> tuple[str, ...]:
+        return self.read.continuations if self.read is not None else ()
+
+    @property
+    def as_read(self) -> str:
+        """The joined entry as read ("" for a new one)."""
+        return self.read.joined if self.read is not None else ""
 
     def current(self) -> str:
         """The joined entry as the plan leaves it."""
@@ -137,9 +151,9 @@ class SpineModel:
                 index += 1
                 continue
             entry = Entry(
-                key=len(self.entries), group=list(parsed.leading_group), hook=parsed.hook,
-                first_line=parsed.first_line, raw_lines=raw_lines[index:index + parsed.line_count],
-                continuations=parsed.continuations, section=section, is_catalog=parsed.is_catalog_line,
+                key=len(self.entries), group=list(parsed.leading_group), hook=parsed.hook, read=parsed,
+                raw_lines=raw_lines[index:index + parsed.line_count], section=section,
+                is_catalog=parsed.is_catalog_line,
             )
             _normalize_joiners(entry)
             self.entries.append(entry)
@@ -257,7 +271,7 @@ def _normalize_joiners(entry: Entry) -> None:
     """Pointers joined by ", ", " / ", " and " or "; " become one " + " group (the only joiner
     the checker reads), every word of the hook kept; the hook as the checker read it goes to
     Index detail, as for a cut entry."""
-    found = joined_group(" ".join((entry.first_line, *entry.continuations)))
+    found = joined_group(entry.as_read)
     if found is None:
         return
     pointers, rest = found

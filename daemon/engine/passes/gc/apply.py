@@ -8,25 +8,24 @@ verified, SPINE pointer removed, done flag, heartbeat. A crash anywhere leaves a
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from ....errors import StoreRefused
 from ....store import fs
-from ....store.catalog import render_catalog
 from ....store.findings import Finding
 from ....store.hooks import entry_within_cap
-from ....store.ledger import LEDGER_HEADER, Ledger, archive_event, ledger_stamp, restore_event
 from ....store.local import GC_LOG, GC_MANIFESTS_DIR, pending_migrations
-from ....store.paths import CATALOG, LEDGER, SPINE, Layout, archived_path, contained
-from ....store.snapshot import Snapshot, take_snapshot
-from ....store.spine import Spine, add_entry, find_entry, remove_pointer, room_problem
+from ....store.paths import SPINE, Layout, archived_path, contained
+from ....store.snapshot import Snapshot
+from ....store.spine import Spine, find_entry, room_problem
 from ....store.text import sha256_hex, sha256_norm_hex
 from ....store.tierfile import append_index_detail
 from ...context import PassContext
 from ...crash import crashpoint
+from ...executor import Executor, FileMove, FileWrite, LedgerAppend, Op, Pacer, PlanStopped, SpineEdit, Step, take_ledger
+from ...finish import finish_pass
+from ...gate import planned_files, refuse_unless_plan_passes
 from .manifest import (
     Manifest,
     ManifestMove,
@@ -73,30 +72,6 @@ def refuse_unless_gc_allowed(snapshot: Snapshot) -> None:
 
 # -- small write steps shared by apply, recovery and revert ---------------------------------
 
-def take_ledger(root: Path) -> Ledger | None:
-    try:
-        return Ledger((root / LEDGER).read_bytes())
-    except FileNotFoundError:
-        return None
-
-
-def append_ledger(ctx: PassContext, line_for: Callable[[str], str]) -> None:
-    """Append one ledger line, stamped never earlier than the newest line already there."""
-    stamp = ledger_stamp(take_ledger(ctx.root), ctx.now_stamp())
-    fs.append_line(ctx.root / LEDGER, line_for(stamp), LEDGER_HEADER)
-
-
-def _remove_spine_pointer(ctx: PassContext, path: str) -> None:
-    spine_path = ctx.root / SPINE
-    try:
-        spine = Spine(spine_path.read_bytes())
-    except FileNotFoundError:
-        return
-    removal = remove_pointer(spine, path)
-    if removal is not None:
-        fs.atomic_write(spine_path, removal.text.encode("utf-8", "surrogateescape"))
-
-
 def _sha(path: Path) -> str | None:
     try:
         return sha256_hex(path.read_bytes())
@@ -120,37 +95,26 @@ def check_contained(move: ManifestMove, where: Path) -> None:
 
 # -- apply -----------------------------------------------------------------------------------
 
-def _archive_one(ctx: PassContext, manifest: Manifest, move: ManifestMove, ledger_done: bool) -> None:
-    source, target = ctx.root / move.source, ctx.root / move.target
-    if not ledger_done:
-        append_ledger(ctx, lambda stamp: archive_event(
-            stamp, move.source, move.sha256, move.sha256_norm, move.reason, move.spine_entry))
-        ctx.heartbeat()
-        crashpoint("ledger-appended")
-    fs.move_exact(source, target)
-    ctx.heartbeat()
-    crashpoint("file-moved")
-    if _sha(target) != move.sha256:
-        raise RecoveryStopped(f"{move.target}: checksum after the move differs from the ledger's; "
-                              "stopped. Compare it with the ledger line before anything else.")
-    _remove_spine_pointer(ctx, move.source)
-    ctx.heartbeat()
-    crashpoint("spine-edited")
-    move.done = True
-    manifest.save()
-    crashpoint("manifest-marked")
+def _executor(ctx: PassContext) -> Executor:
+    # the format's order: each write on disk, and the lock's heartbeat, before the next
+    return Executor(ctx.root, Pacer(ctx.heartbeat, interval=0), ctx.now_stamp, durable=True)
+
+
+def _archive_one(ctx: PassContext, manifest: Manifest, index: int) -> None:
+    """The move's step through the one executor (ledger line, move, SPINE edit), then its flag."""
+    try:
+        _executor(ctx).run(manifest.moves[index].step())
+    except PlanStopped as stopped:
+        raise RecoveryStopped(str(stopped)) from None
+    manifest.mark(index)
     ctx.heartbeat()
 
 
 def _finish(ctx: PassContext, manifest: Manifest, before: Snapshot | None) -> list[Finding]:
-    snapshot = take_snapshot(ctx.root)
-    fs.write_text_keeping_endings(ctx.root / CATALOG, render_catalog(snapshot, ctx.now()))
-    ctx.heartbeat()
-    crashpoint("catalog-written")
-    manifest.finished = True
-    manifest.save()
-    ctx.heartbeat()
-    return ctx.self_check(before)
+    def close() -> None:
+        manifest.finished = True
+        manifest.save()
+    return finish_pass(ctx, before, close)
 
 
 def apply_gc(ctx: PassContext, plan: GcPlan, before: Snapshot) -> GcOutcome:
@@ -163,12 +127,14 @@ def apply_gc(ctx: PassContext, plan: GcPlan, before: Snapshot) -> GcOutcome:
     manifest = new_manifest(ctx.root, ctx.now_stamp(), ctx.now(), moves)
     for move in manifest.moves:  # all of them first: a split family moves whole or not at all
         _check_move_still_valid(ctx, move)
+    planned = planned_files(before, manifest.steps, ctx.now_stamp())
+    refuse_unless_plan_passes(ctx, before, planned, "collected", GcRefused)
     manifest.save()
     ctx.heartbeat()
     crashpoint("manifest-written")
     outcome = GcOutcome(manifest.path)
-    for move in manifest.moves:
-        _archive_one(ctx, manifest, move, ledger_done=False)
+    for index, move in enumerate(manifest.moves):
+        _archive_one(ctx, manifest, index)
         outcome.moved.append(move.source)
     outcome.self_check = _finish(ctx, manifest, before)
     outcome.still_over_budget = ctx.still_over_budget
@@ -195,16 +161,17 @@ def recover_gc(ctx: PassContext) -> GcOutcome:
             outcome.reverted += finished.reverted
             outcome.self_check = finished.self_check
             continue
-        for move in manifest.moves:
+        for index, move in enumerate(manifest.moves):
             if move.done or move.abandoned:
                 continue
-            _recover_move(ctx, manifest, move, outcome)
+            _recover_move(ctx, manifest, index, outcome)
         outcome.self_check = _finish(ctx, manifest, None)
         outcome.still_over_budget = ctx.still_over_budget
     return outcome
 
 
-def _recover_move(ctx: PassContext, manifest: Manifest, move: ManifestMove, outcome: GcOutcome) -> None:
+def _recover_move(ctx: PassContext, manifest: Manifest, index: int, outcome: GcOutcome) -> None:
+    move = manifest.moves[index]
     check_contained(move, manifest.path)
     fs.finish_interrupted_move(ctx.root / move.source, ctx.root / move.target)
     source_sha = _sha(ctx.root / move.source)
@@ -212,19 +179,13 @@ def _recover_move(ctx: PassContext, manifest: Manifest, move: ManifestMove, outc
     ledger = take_ledger(ctx.root)
     last = ledger.last_event_by_path.get(move.source) if ledger else None
     ledgered = last is not None and last.is_archive and last.value("sha256") == move.sha256
-    if source_sha == move.sha256 and target_sha is None:
-        _archive_one(ctx, manifest, move, ledger_done=ledgered)
-        outcome.recovered.append(move.source)
-    elif source_sha is None and target_sha == move.sha256:
-        if not ledgered:
+    if source_sha == move.sha256 and target_sha is None or source_sha is None and target_sha == move.sha256:
+        if source_sha is None and not ledgered:
             raise RecoveryStopped(f"{move.target} is archived but the ledger has no line for it; stopped")
-        _remove_spine_pointer(ctx, move.source)
-        move.done = True
-        manifest.save()
-        ctx.heartbeat()
+        _archive_one(ctx, manifest, index)  # what is done already is seen as done
         outcome.recovered.append(move.source)
     elif ledgered and source_sha != move.sha256 and target_sha != move.sha256 and target_sha is None:
-        append_ledger(ctx, lambda stamp: restore_event(stamp, move.source, "move never completed", None))
+        _executor(ctx).carry_out(LedgerAppend(move.source, "restore", None, "move never completed"))
         move.abandoned = True
         manifest.save()
         ctx.heartbeat()
@@ -271,36 +232,14 @@ def revert_gc(ctx: PassContext, manifest: Manifest) -> GcOutcome:
         manifest.reverting = True
         manifest.save()
         ctx.heartbeat()
-    for move in reversed(manifest.moves):
+    for index in reversed(range(len(manifest.moves))):
+        move = manifest.moves[index]
         if not move.done or move.abandoned or move.reverted:
             continue
-        source, target = ctx.root / move.source, ctx.root / move.target
-        fs.finish_interrupted_move(target, source)
-        ledger = take_ledger(ctx.root)
-        last = ledger.last_event_by_path.get(move.source) if ledger else None
-        # Restored meanwhile (by this revert before a crash, or by a user's restore): only the
-        # SPINE entry and the flag remain to be seen to.
-        already = last is not None and last.is_restore and (
-            last.value("reason") == reason or (source.exists() and not target.exists()))
-        if not already:
-            archived_sha = _sha(target)
-            if archived_sha is None or source.exists():
-                raise RecoveryStopped(f"cannot revert {move.source}: expected it in {move.target} only")
-            modified = archived_sha != move.sha256 and sha256_norm_hex(target.read_bytes()) != move.sha256_norm
-            line = partial(restore_event, tier_path=move.source, reason=reason, sha256=archived_sha,
-                           modified=modified)
-            append_ledger(ctx, line)
-            ctx.heartbeat()
-            crashpoint("ledger-appended")
-        if target.exists() and not source.exists():
-            fs.move_exact(target, source)
-            ctx.heartbeat()
-            crashpoint("file-moved")
-        elif not source.exists():
-            raise RecoveryStopped(f"cannot revert {move.source}: neither it nor {move.target} exists")
-        _readd_spine_entry(ctx, move)
-        ctx.heartbeat()
-        crashpoint("spine-edited")
+        try:
+            _executor(ctx).run(_revert_step(ctx, move, reason))
+        except PlanStopped as stopped:
+            raise RecoveryStopped(str(stopped)) from None
         move.reverted = True
         manifest.save()
         crashpoint("manifest-marked")
@@ -327,16 +266,35 @@ def _check_room_for_revert(ctx: PassContext, manifest: Manifest) -> None:
         raise GcRefused(f"cannot revert {manifest.name}: {problem}. Nothing was changed.")
 
 
-def _readd_spine_entry(ctx: PassContext, move: ManifestMove) -> None:
-    spine_path = ctx.root / SPINE
-    spine = Spine(spine_path.read_bytes())
-    if find_entry(spine, move.source) is not None or not move.spine_entry:
-        return
-    entry, detail = _entry_for(ctx, move)
-    if detail:  # the saved entry is over the cap: a short entry, and the whole hook kept in the file
-        source = ctx.root / move.source
-        today = ctx.now().date().isoformat()
-        if detail not in source.read_bytes().decode("utf-8", "surrogateescape"):
-            fs.atomic_write(source, append_index_detail(source.read_bytes(), detail, today))
-    added = add_entry(spine, entry, move.source, ctx.caps.entry_max_bytes)
-    fs.atomic_write(spine_path, added.encode("utf-8", "surrogateescape"))
+def _revert_step(ctx: PassContext, move: ManifestMove, reason: str) -> Step:
+    """Undoing one move, from the files as they are now: the restore line (unless restored
+    meanwhile), the move back, the whole hook kept in the file when its entry must be shorter,
+    and the SPINE entry."""
+    source, target = ctx.root / move.source, ctx.root / move.target
+    fs.finish_interrupted_move(target, source)
+    ledger = take_ledger(ctx.root)
+    last = ledger.last_event_by_path.get(move.source) if ledger else None
+    # Restored meanwhile (by this revert before a crash, or by a user's restore): only the
+    # SPINE entry and the flag remain to be seen to.
+    already = last is not None and last.is_restore and (
+        last.value("reason") == reason or (source.exists() and not target.exists()))
+    archived_sha = _sha(target)
+    ops: list[Op] = []
+    if not already:
+        if archived_sha is None or source.exists():
+            raise RecoveryStopped(f"cannot revert {move.source}: expected it in {move.target} only")
+        modified = archived_sha != move.sha256 and sha256_norm_hex(target.read_bytes()) != move.sha256_norm
+        ops.append(LedgerAppend(move.source, "restore", archived_sha, reason, modified=modified))
+    if archived_sha is not None and not source.exists():
+        ops.append(FileMove(move.target, move.source, archived_sha))
+    elif not source.exists():
+        raise RecoveryStopped(f"cannot revert {move.source}: neither it nor {move.target} exists")
+    if move.spine_entry and find_entry(Spine((ctx.root / SPINE).read_bytes()), move.source) is None:
+        entry, detail = _entry_for(ctx, move)
+        if detail:  # the saved entry is over the cap: a short entry, and the whole hook kept in the file
+            raw = (target if archived_sha is not None and not source.exists() else source).read_bytes()
+            if detail not in raw.decode("utf-8", "surrogateescape"):
+                data = append_index_detail(raw, detail, ctx.now().date().isoformat())
+                ops.append(FileWrite(move.source, sha256_hex(raw), data))
+        ops.append(SpineEdit(move.source, entry, ctx.caps.entry_max_bytes))
+    return Step(f"revert {move.source}", ops)

@@ -1,5 +1,10 @@
 """gc manifests: the journal written before the first move, with a done flag per move.
 
+The manifest is gc's adapter of the one journal interface (engine/journal.py): each move is a
+step of the one executor (the ledger line, the byte-exact move, the SPINE pointer removed), and
+its done flag is the step's. Its format is the one the format fixes, so that the distiller can
+finish or revert a pass that distilld started, and the other way round:
+
 ``data/gc-manifests/<UTC-compact>.json`` (STORE-FORMAT.md 1.11):
 ``{"ts": …, "moves": [{"from", "to", "sha256", "sha256_norm", "spine_entry", "done"}]}``.
 distilld adds ``finished`` (the catalog was rebuilt after the last move), and per move
@@ -18,6 +23,9 @@ from typing import Any
 from ....errors import DistilldError
 from ....store import fs
 from ....store.local import GC_MANIFESTS_DIR
+from ...crash import crashpoint
+from ...executor import FileMove, LedgerAppend, Op, SpineEdit, Step
+from ...journal import journal_order, unique_journal_path
 
 
 class ManifestError(DistilldError):
@@ -52,6 +60,12 @@ class ManifestMove:
             data["reverted"] = True
         return data
 
+    def step(self) -> Step:
+        """Archiving this file, as operations of the one executor."""
+        ops: list[Op] = [LedgerAppend(self.source, "archive", self.sha256, self.reason, self.sha256_norm, self.spine_entry),
+               FileMove(self.source, self.target, self.sha256), SpineEdit(self.source)]
+        return Step(f"archive {self.source} -> {self.target}", ops, self.done or self.abandoned)
+
 
 @dataclass
 class Manifest:
@@ -72,6 +86,15 @@ class Manifest:
             return not self.reverted
         return not self.finished or any(not (m.done or m.abandoned) for m in self.moves)
 
+    @property
+    def steps(self) -> list[Step]:
+        return [move.step() for move in self.moves]
+
+    def mark(self, index: int) -> None:
+        self.moves[index].done = True
+        self.save()
+        crashpoint("manifest-marked")
+
     def save(self) -> None:
         payload: dict[str, Any] = {"ts": self.ts, "moves": [m.to_json() for m in self.moves]}
         payload["finished"] = self.finished
@@ -83,24 +106,8 @@ class Manifest:
         fs.atomic_write(self.path, (json.dumps(payload, indent=2) + "\n").encode())
 
 
-def compact_utc(moment: datetime) -> str:
-    return moment.strftime("%Y%m%dT%H%M%SZ")
-
-
-def unique_journal_path(directory: Path, moment: datetime) -> Path:
-    """``<UTC-compact>.json`` in ``directory``, or ``-2``, ``-3``… when a pass in the same second
-    already took the name (``_manifest_order`` sorts them back into time order)."""
-    stem = compact_utc(moment)
-    path = directory / f"{stem}.json"
-    counter = 2
-    while path.exists():
-        path = directory / f"{stem}-{counter}.json"
-        counter += 1
-    return path
-
-
 def new_manifest(root: Path, ts: str, moment: datetime, moves: list[ManifestMove]) -> Manifest:
-    return Manifest(unique_journal_path(root / GC_MANIFESTS_DIR, moment), ts, moves)
+    return Manifest(unique_journal_path(root / GC_MANIFESTS_DIR, moment, ".json"), ts, moves)
 
 
 def load_manifest(path: Path) -> Manifest:
@@ -135,13 +142,7 @@ def all_manifests(root: Path) -> list[Manifest]:
     directory = root / GC_MANIFESTS_DIR
     if not directory.is_dir():
         return []
-    return [load_manifest(p) for p in sorted(directory.glob("*.json"), key=_manifest_order)]
-
-
-def _manifest_order(path: Path) -> tuple[str, int]:
-    # "<stamp>.json" comes before "<stamp>-2.json", though "-" sorts before "." as text.
-    stamp, _, counter = path.stem.partition("-")
-    return stamp, int(counter) if counter.isdigit() else 1
+    return [load_manifest(p) for p in sorted(directory.glob("*.json"), key=journal_order)]
 
 
 def unfinished_manifests(root: Path) -> list[Manifest]:

@@ -22,7 +22,7 @@ from ....store import fs
 from ....store.catalog import render_catalog
 from ....store.findings import Finding
 from ....store.invariants import check_store
-from ....store.ledger import archive_event, restore_event
+from ....store.ledger import restore_event
 from ....store.local import lifecycle_enabled, pending_migrations
 from ....store.lossless import check_c4
 from ....store.paths import CATALOG, LEDGER, SPINE, TIERS
@@ -30,7 +30,6 @@ from ....store.snapshot import take_snapshot
 from ....store.text import encode, sha256_hex
 from ...context import PassContext
 from ...crash import crashpoint
-from ..gc.apply import append_ledger, take_ledger
 from .checklist import (
     ITEM_ARCHIVE,
     ITEM_BACKUP,
@@ -48,7 +47,8 @@ from .checklist import (
 from .plan import MigrationPlan, plan_migration
 from ..gc.model import Move
 from ...progress import report as report_progress
-from ...executor import Pacer, PlanStopped, planned_checksums, run_step
+from ...executor import Executor, FileMove, LedgerAppend, Pacer, Step, append_ledger, planned_checksums, take_ledger
+from ...finish import write_catalog
 
 KNOWLEDGE_TOPS: tuple[str, ...] = (*TIERS, "evidence", "archive")
 
@@ -172,6 +172,7 @@ def _backup(root: Path, directory: MigrationDir) -> None:
 def _continue(ctx: PassContext, directory: MigrationDir, record: MigrationRecord, outcome: MigrateOutcome) -> None:
     marks = directory.marks()
     pacer = Pacer(ctx.heartbeat)
+    executor = Executor(ctx.root, pacer, ctx.now_stamp, record=directory.record_write)
     for number, item in enumerate(record.items, 1):
         report_progress("migrating", number, len(record.items))
         if marks.get(item.number):
@@ -184,7 +185,7 @@ def _continue(ctx: PassContext, directory: MigrationDir, record: MigrationRecord
                                      "`distilld migrate --finish`, or undo it all with `--revert`")
                 return
         else:
-            outcome.written += _run_item(ctx, directory, item, pacer)
+            outcome.written += _run_item(ctx, directory, item, executor)
         directory.mark(item.number)
         crashpoint("item-marked")
         outcome.items_done.append(item.title)
@@ -193,49 +194,24 @@ def _continue(ctx: PassContext, directory: MigrationDir, record: MigrationRecord
     outcome.finished = True
 
 
-def _run_item(ctx: PassContext, directory: MigrationDir, item: Item, pacer: Pacer) -> int:
-    root = ctx.root
+def _run_item(ctx: PassContext, directory: MigrationDir, item: Item, executor: Executor) -> int:
     if item.kind == ITEM_BACKUP:
         return 0  # done before PENDING existed
     if item.kind == ITEM_CATALOG:
-        fs.atomic_write(root / CATALOG, encode(render_catalog(take_snapshot(root), ctx.now())))
-        directory.record_write(CATALOG, sha256_hex((root / CATALOG).read_bytes()))
-        crashpoint("file-written")
+        write_catalog(ctx)
+        directory.record_write(CATALOG, sha256_hex((ctx.root / CATALOG).read_bytes()))
         return 1
     if item.kind == ITEM_ARCHIVE and item.move is not None:
-        return _archive(ctx, directory, item)
+        return len(executor.run(_archive_step(item.move)))
     assert item.step is not None
-    written = run_step(root, item.step, pacer, directory.record_write)
-    return len(written)
+    return len(executor.run(item.step))
 
 
-def _archive(ctx: PassContext, directory: MigrationDir, item: Item) -> int:
+def _archive_step(move: Move) -> Step:
     """A lifecycle move: the ledger line first, then the byte-exact move (gc Apply rules)."""
-    move = item.move
-    assert move is not None
-    source, target = ctx.root / move.source, ctx.root / move.target
-    source_sha = sha256_hex(source.read_bytes()) if source.is_file() else None
-    target_sha = sha256_hex(target.read_bytes()) if target.is_file() else None
-    if source_sha is None and target_sha == move.sha256:
-        return 0
-    if source_sha != move.sha256 or target_sha is not None:
-        raise PlanStopped(f"{source}: not as planned for its lifecycle move (source {source_sha or 'absent'}, "
-                          f"{move.target} {target_sha or 'absent'}); stopped")
-    ledger = take_ledger(ctx.root)
-    last = ledger.last_event_by_path.get(move.source) if ledger else None
-    if not (last is not None and last.is_archive and last.value("sha256") == move.sha256):
-        append_ledger(ctx, partial(_archive_line, move))
-        directory.record_write(LEDGER, sha256_hex((ctx.root / LEDGER).read_bytes()))
-        crashpoint("file-written")
-    fs.move_exact(source, target)
-    directory.record_write(move.target, move.sha256)
-    crashpoint("file-written")
-    ctx.heartbeat()
-    return 2
-
-
-def _archive_line(move: Move, stamp: str) -> str:
-    return archive_event(stamp, move.source, move.sha256, move.sha256_norm, move.reason, move.spine_entry)
+    return Step(f"lifecycle: archive {move.source}", [
+        LedgerAppend(move.source, "archive", move.sha256, move.reason, move.sha256_norm, move.spine_entry),
+        FileMove(move.source, move.target, move.sha256)])
 
 
 def _restore_line(path: str, reason: str, observed: str | None, modified: bool, stamp: str) -> str:

@@ -32,7 +32,7 @@ from ....store.text import clip, encode, sha256_hex, split_lines
 from ....store.tierfile import KnowledgeFile
 from ..compaction.plan import CompactLimits, CompactPlan, is_tier_path, plan_compaction
 from ..gc.plan import plan_gc
-from ..gc.manifest import compact_utc
+from ...journal import compact_utc
 from ..gc.model import Move
 from ...executor import FileMove, FileWrite, Step, TwinAppend
 

@@ -1,0 +1,225 @@
+"""Carrying out a pass from its journal, and rolling it back: the same code for a pass's first
+run and for the recovery of a killed one.
+
+A journal is carried out step by step through the executor (each operation idempotent), then
+the finish step rebuilds the catalog (journalled with the bytes it replaces) and self-checks.
+
+One rule for a file that changed under the pass (another program edited SPINE.md, say, or a
+tier file the plan still had to write), for a pass that can roll back (``rolls_back``): each
+write of this pass whose file still holds exactly what the pass wrote is undone to the bytes it
+replaced; a file that changed since is kept as it is, with the foreign change; the journal is
+closed as rolled back, and the caller plans again from the store as it now is. A self-check
+that fails after writing rolls the pass back the same way. A rollback that would lose a line
+now on disk (an edit to a file whose content this pass moved elsewhere), or that cannot know a
+file's bytes (a journal of an older version), is not made: the writes stay, the journal is
+closed, and the next plan sees them. A pass that cannot roll back (a restore: its ledger line
+stays) stops instead, naming the file, and is finished once the file is as planned again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..store import fs
+from ..store.findings import Finding, fail
+from ..store.lossless import check_c4
+from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
+from ..store.text import sha256_hex
+from .context import PassContext
+from .crash import crashpoint
+from .executor import Executor, FileWrite, Pacer, PlanStopped, Step
+from .finish import finish_pass
+from .journal import PassJournal
+
+
+@dataclass
+class JournalRun:
+    """What carrying out (or rolling back) a journal did."""
+
+    journal: Path | None = None
+    steps_done: list[str] = field(default_factory=list)
+    written: list[tuple[str, str]] = field(default_factory=list)
+    self_check: list[Finding] = field(default_factory=list)
+    still_over_budget: list[Finding] = field(default_factory=list)
+    rolled_back: str | None = None  # why the pass was rolled back, if it was
+    restored: list[str] = field(default_factory=list)  # files the rollback gave their bytes back
+    kept: list[str] = field(default_factory=list)  # files changed under the pass, kept as they are
+    interrupted: bool = False  # a file changed under the pass: plan again
+
+    @property
+    def ok(self) -> bool:
+        return not self.self_check
+
+    def absorb(self, other: JournalRun) -> None:
+        """Take in the run of a later journal (a recovery that finished several)."""
+        self.journal = other.journal
+        self.steps_done += other.steps_done
+        self.written += other.written
+        self.self_check, self.still_over_budget = other.self_check, other.still_over_budget
+        self.rolled_back = other.rolled_back or self.rolled_back
+        self.restored += other.restored
+        self.kept += other.kept
+        self.interrupted = self.interrupted or other.interrupted
+
+    def rollback_note(self, what: str) -> str:
+        kept = f"; kept as changed since: {', '.join(self.kept)}" if self.kept else ""
+        return (f"{what} was rolled back ({self.rolled_back}): {len(self.restored)} files given back their "
+                f"bytes{kept}")
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def keep_previous_bytes(root: Path, steps: list[Step]) -> None:
+    """Give every planned write the bytes it replaces, so the journal can undo it."""
+    current: dict[str, bytes | None] = {}
+    for op in (op for step in steps for op in step.ops):
+        if isinstance(op, FileWrite):
+            if op.path not in current:
+                current[op.path] = _read(root / op.path)
+            op.previous = current[op.path]
+            current[op.path] = op.data
+
+
+def _journal_catalog(journal: PassJournal) -> Callable[[FileWrite], FileWrite]:
+    def journal_it(write: FileWrite) -> FileWrite:
+        if journal.catalog is None:
+            journal.record_catalog(write)
+        elif journal.catalog.data != write.data:  # rebuilt again on resume: it still replaces the original
+            journal.record_catalog(FileWrite(write.path, journal.catalog.before, write.data,
+                                             journal.catalog.previous))
+        else:
+            return journal.catalog
+        return write
+    return journal_it
+
+
+def _carry_out(ctx: PassContext, journal: PassJournal, run: JournalRun, interval: float,
+               durable: bool) -> None:
+    """Every unfinished step, each marked once done."""
+    pacer = Pacer(ctx.heartbeat, interval)
+    executor = Executor(ctx.root, pacer, ctx.now_stamp, durable)
+    for index, step in enumerate(journal.steps):
+        if step.done:
+            continue
+        run.written += executor.run(step)
+        journal.mark(index)
+        crashpoint("step-marked")
+        run.steps_done.append(step.title)
+    pacer.flush()  # every planned write on disk before the catalog and the finished line
+
+
+def _undo_plan(root: Path, journal: PassJournal) -> tuple[dict[str, bytes | None], list[str]]:
+    """What undoing the pass's own writes gives each file (None: removed), and the files that
+    changed since the pass wrote them (kept)."""
+    current: dict[str, bytes | None] = {}
+    kept: list[str] = []
+    for op in reversed(journal.writes()):
+        if op.path not in current:
+            current[op.path] = _read(root / op.path)
+        now = current[op.path]
+        if op.path in kept or now is None and op.before is None:
+            continue
+        checksum = None if now is None else sha256_hex(now)
+        if checksum == op.before:
+            continue  # not written yet, or undone already
+        if checksum != op.after or op.before is not None and op.previous is None:
+            kept.append(op.path)  # changed since (or an older journal without the bytes): keep it
+            continue
+        current[op.path] = op.previous
+    undo = {path: data for path, data in current.items() if path not in kept and data != _read(root / path)}
+    return undo, kept
+
+
+def _undo_loses_lines(root: Path, journal: PassJournal, undo: dict[str, bytes | None],
+                      kept: list[str]) -> list[Finding]:
+    """A kept file this pass had written (a split parent edited since, say) may hold only part of
+    what it held before the pass; undoing the rest (removing the child) must not lose the other
+    part: C4 between the store before the pass and the store once undone."""
+    done = {op.path for step in journal.steps if step.done for op in step.ops if isinstance(op, FileWrite)}
+    written_then_kept = [p for p in kept if p in done]
+    if not written_then_kept:
+        return []  # every kept file is one this pass never wrote: undoing is exact
+    first = {op.path: op for op in reversed(journal.writes())}
+    unknown = [p for p in written_then_kept if first[p].before is not None and first[p].previous is None]
+    if unknown:  # a journal of an older version keeps no bytes: what it replaced cannot be known
+        return [fail("C4", "undo-unknown", unknown[0], f"{unknown[0]}: the bytes it had before the pass "
+                     "are not in the journal")]
+    now = take_snapshot(root)
+    undone = now.file_contents()
+    for path, data in undo.items():
+        if data is None:
+            undone.pop(path, None)
+        else:
+            undone[path] = data
+    before_pass = dict(undone)
+    for path in written_then_kept:
+        previous = first[path].previous
+        if previous is not None:
+            before_pass[path] = previous
+    found = check_c4(planned_snapshot(now, before_pass), planned_snapshot(now, undone))
+    return [f for f in found if f.severity == "fail"]
+
+
+def roll_back(ctx: PassContext, journal: PassJournal, run: JournalRun, reason: str) -> None:
+    """Undo this pass's own writes to files untouched since; keep every file changed since."""
+    if journal.rolling_back is None:
+        journal.start_rollback(reason)
+        crashpoint("rollback-started")
+    run.rolled_back = journal.rolling_back
+    undo, run.kept = _undo_plan(ctx.root, journal)
+    lost = _undo_loses_lines(ctx.root, journal, undo, run.kept) if undo else []
+    if lost:
+        run.kept = sorted(set(run.kept) | set(undo))
+        run.rolled_back = (f"{journal.rolling_back}; not undone, because undoing would lose lines written "
+                           f"since: {lost[0].message}")
+        journal.finish()
+        return
+    for path, data in undo.items():
+        if data is None:
+            fs.remove(ctx.root / path)
+        else:
+            fs.atomic_write(ctx.root / path, data)
+        run.restored.append(path)
+        crashpoint("file-restored")
+        ctx.heartbeat()
+    journal.finish(rolled_back=True)
+
+
+def _listing(findings: list[Finding]) -> str:
+    return "; ".join(f"[{f.group}] {f.message}" for f in findings[:3])
+
+
+def run_journal(ctx: PassContext, journal: PassJournal, before: Snapshot | None, rolls_back: bool = True,
+                interval: float = 1.0, durable: bool = False) -> JournalRun:
+    """Carry the journal out and finish the pass (catalog, self-check). Where the pass
+    ``rolls_back``, a file changed under it or a failing self-check rolls it back."""
+    run = JournalRun(journal.path)
+    if journal.rolling_back is not None:
+        roll_back(ctx, journal, run, journal.rolling_back)
+        run.interrupted = True
+        return run
+    try:
+        _carry_out(ctx, journal, run, interval, durable)
+    except PlanStopped as stopped:
+        if not rolls_back:
+            raise
+        roll_back(ctx, journal, run, f"a file changed under the {journal.pass_name}: {stopped.args[0].split(';')[0]}")
+        run.interrupted = True
+        return run
+    close = None if rolls_back else journal.finish
+    run.self_check = finish_pass(ctx, before, close, _journal_catalog(journal))
+    run.still_over_budget = ctx.still_over_budget
+    if not rolls_back:
+        return run
+    if run.self_check:
+        roll_back(ctx, journal, run, f"self-check failed after writing: {_listing(run.self_check)}")
+    else:
+        journal.finish()
+    return run

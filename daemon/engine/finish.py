@@ -1,0 +1,57 @@
+"""The one finish step of every pass and every recovery: rebuild the catalog, then self-check.
+
+The catalog keeps the line endings it has (a CRLF catalog stays CRLF), whichever pass rebuilt it.
+The self-check runs C1-C3 on the store as it now is, and C4 against the store before the pass
+where the pass has it; breaches the store had before the pass are reported, not failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..store import fs
+from ..store.catalog import render_catalog
+from ..store.findings import Finding
+from ..store.paths import CATALOG
+from ..store.snapshot import Snapshot, take_snapshot
+from ..store.text import encode, sha256_hex
+from .context import PassContext
+from .crash import crashpoint
+from .executor import FileWrite
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def rebuilt_catalog(ctx: PassContext) -> FileWrite:
+    """The catalog rebuilt from the store as it is now, as a write that keeps the bytes it replaces."""
+    old = _read(ctx.root / CATALOG)
+    ending = fs.line_ending_of(old) if old is not None else b"\n"
+    new = fs.with_line_ending(encode(render_catalog(take_snapshot(ctx.root), ctx.now())), ending)
+    return FileWrite(CATALOG, None if old is None else sha256_hex(old), new, old)
+
+
+def write_catalog(ctx: PassContext, journal_it: Callable[[FileWrite], FileWrite] | None = None) -> None:
+    """Rebuild and write the catalog; ``journal_it`` records the write first (and may say what it
+    replaces, when a resumed pass rebuilds it again) so a rollback can give the old one back."""
+    write = rebuilt_catalog(ctx)
+    if journal_it is not None:
+        write = journal_it(write)
+    fs.atomic_write(ctx.root / CATALOG, write.data)
+    crashpoint("catalog-written")
+    ctx.heartbeat()
+
+
+def finish_pass(ctx: PassContext, before: Snapshot | None, close: Callable[[], None] | None = None,
+                journal_it: Callable[[FileWrite], FileWrite] | None = None) -> list[Finding]:
+    """The catalog rebuilt, the journal closed (``close``), then the self-check's new failures."""
+    write_catalog(ctx, journal_it)
+    if close is not None:
+        close()
+        ctx.heartbeat()
+    return ctx.self_check(before)

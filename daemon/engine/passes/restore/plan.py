@@ -1,0 +1,167 @@
+"""Planning a restore (STORE-FORMAT.md 4.5): which archived files come back (a split family
+comes back whole), with which SPINE entry, and the steps that do it. Pure: a snapshot in, steps out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ....errors import DistilldError
+from ....store.hooks import entry_within_cap
+from ....store.paths import LEGACY_PREFIX, SPINE, archived_path, contained, is_legacy, strip_archive
+from ....store.safety import unsafe_name_reason
+from ....store.snapshot import Snapshot
+from ....store.spine import Spine, add_entry, find_entry, room_problem
+from ....store.text import sha256_hex, unescape_free_text
+from ....store.tierfile import append_index_detail, set_frontmatter
+from ...executor import FileMove, FileWrite, LedgerAppend, Op, Step
+
+
+class RestoreRefused(DistilldError):
+    """The restore cannot be done; nothing was changed."""
+
+
+@dataclass
+class RestoreMember:
+    path: str  # the tier path X it returns to
+    source: str  # archive/X, or the legacy file for a legacy restore (a copy)
+    event: str  # "restore", "restore (modified)", or "legacy copy"
+    sha256: str  # checksum observed in the archive
+    drift: bool  # differs from the ledger only by recall_count
+    spine_entry: str  # the entry to add (already within the entry cap), "" to add none
+    index_detail: str  # the whole saved hook, when the entry had to be shortened
+    steps: list[str] = field(default_factory=list)  # done steps, in a journal of an older version
+
+
+def _family(snapshot: Snapshot, archived: str) -> list[str]:
+    """The archived split family of ``archived`` (parent first), each as an archive path."""
+    members = {archived}
+    changed = True
+    while changed:
+        changed = False
+        for path in snapshot.archive_paths:
+            if path in members or is_legacy(path):
+                continue
+            parent = snapshot.knowledge(path).split_from or ""
+            if archived_path(parent) in members:
+                members.add(path)
+                changed = True
+        for path in list(members):
+            parent = snapshot.knowledge(path).split_from or ""
+            if parent and contained(parent, "tier") and archived_path(parent) in snapshot.archive_paths \
+                    and archived_path(parent) not in members:
+                members.add(archived_path(parent))
+                changed = True
+    return sorted(members, key=lambda p: (bool(snapshot.knowledge(p).split_from), p))
+
+
+def plan_restore(snapshot: Snapshot, given: str, entry_cap: int, entry_target: int,
+                 spine_max_lines: int, spine_max_bytes: int) -> list[RestoreMember]:
+    path = given
+    unsafe = unsafe_name_reason(path)
+    if unsafe:
+        raise RestoreRefused(f"{given!r}: the name cannot be written to the ledger unchanged ({unsafe}); "
+                             "rename the archived file first; nothing restored")
+    if path.startswith(LEGACY_PREFIX) or (path.startswith("archive/") and is_legacy(path)):
+        if not contained(path, "store") or path not in snapshot.archive_paths:
+            raise RestoreRefused(f"{given}: no such legacy archive file; `distilld catalog --print` lists them")
+        copy = [_plan_legacy(snapshot, path, None, entry_cap, entry_target)]
+        _check_spine_room(snapshot, copy, spine_max_lines, spine_max_bytes, entry_cap)
+        return copy
+    tier_path = strip_archive(path)
+    if not contained(tier_path, "tier"):
+        raise RestoreRefused(f"{given}: not a contained tier path (like projects/x.md); nothing restored")
+    archived = archived_path(tier_path)
+    if archived not in snapshot.archive_paths:
+        legacy = LEGACY_PREFIX + archived
+        if legacy in snapshot.archive_paths:
+            copy = [_plan_legacy(snapshot, legacy, tier_path, entry_cap, entry_target)]
+            _check_spine_room(snapshot, copy, spine_max_lines, spine_max_bytes, entry_cap)
+            return copy
+        raise RestoreRefused(f"{archived}: no such archived file; `distilld catalog --print` lists the archive")
+    ledger = snapshot.ledger
+    members: list[RestoreMember] = []
+    for member in _family(snapshot, archived):
+        x = strip_archive(member)
+        if snapshot.exists(x):
+            raise RestoreRefused(f"{x} already exists; restoring {member} would overwrite it. Nothing restored.")
+        last = ledger.last_event_by_path.get(x) if ledger else None
+        line = ledger.last_archive_line(member) if ledger else None
+        if last is None or not last.is_archive or line is None:
+            raise RestoreRefused(f"{member}: the ledger's last event for {x} is not an archive; nothing restored")
+        file = snapshot.knowledge(member)
+        drift = False
+        event = "restore"
+        if file.sha256 != line.value("sha256"):
+            if line.value("sha256-norm") == file.sha256_norm:
+                drift = True
+            else:
+                event = "restore (modified)"
+        saved = unescape_free_text(line.value("spine-entry") or "")
+        entry, detail = entry_within_cap(saved, x, file.pinned, entry_cap, entry_target) if saved else ("", "")
+        members.append(RestoreMember(x, member, event, file.sha256, drift, entry, detail))
+    _check_spine_room(snapshot, members, spine_max_lines, spine_max_bytes, entry_cap)
+    return members
+
+
+def _plan_legacy(snapshot: Snapshot, legacy: str, tier_path: str | None, entry_cap: int,
+                 entry_target: int) -> RestoreMember:
+    file = snapshot.knowledge(legacy)
+    target = tier_path or (file.fm("archived_from") or "").strip()
+    if not contained(target, "tier"):
+        raise RestoreRefused(f"{legacy}: legacy restore needs a target tier path (archived_from: is "
+                             f"{target or 'missing'}); pass it as projects/x.md")
+    if snapshot.exists(target) or snapshot.exists(archived_path(target)):
+        raise RestoreRefused(f"{target} (or {archived_path(target)}) already exists; nothing restored")
+    title = file.scope if file.scope != "(no scope)" else target.rsplit("/", 1)[-1][:-3]
+    entry = f"- [{title}]({target}) \u2014 restored from the legacy archive {legacy}. Read when this topic comes up."
+    entry, detail = entry_within_cap(entry, target, file.pinned, entry_cap, entry_target)
+    return RestoreMember(target, legacy, "legacy copy", file.sha256, False, entry, detail)
+
+
+def _check_spine_room(snapshot: Snapshot, members: list[RestoreMember], max_lines: int, max_bytes: int,
+                      entry_cap: int) -> None:
+    spine = snapshot.spine
+    if spine is None:
+        raise RestoreRefused(f"{snapshot.root}/SPINE.md is missing; nothing restored")
+    problem = room_problem(spine, [(m.spine_entry, m.path) for m in members], max_lines, max_bytes, entry_cap)
+    if problem:
+        raise RestoreRefused(f"{problem}. Nothing restored.")
+
+
+
+def restored_bytes(member: RestoreMember, archived: bytes, today: str) -> bytes:
+    """The file as it comes back: stamped today, recall_count dropped where it drifted, and the
+    whole saved hook under Index detail when its entry had to be shortened."""
+    if member.event == "legacy copy":
+        data = set_frontmatter(archived, {"restored_from": member.source, "last_updated": today},
+                               ("archived_on", "reason", "recall_count", "archived_from"))
+        return append_index_detail(data, member.index_detail, today) if member.index_detail else data
+    data = set_frontmatter(archived, {"last_updated": today}, ("recall_count",) if member.drift else ())
+    if member.index_detail and member.index_detail not in data.decode("utf-8", "surrogateescape"):
+        data = append_index_detail(data, member.index_detail, today)
+    return data
+
+
+def restore_steps(snapshot: Snapshot, members: list[RestoreMember], today: str, entry_cap: int) -> list[Step]:
+    """One step per member: the ledger line first, the byte-exact move, the stamp, the SPINE entry."""
+    spine = snapshot.contents.get(SPINE)
+    if spine is None:
+        raise RestoreRefused(f"{snapshot.root}/SPINE.md is missing; nothing restored")
+    steps = []
+    for member in members:
+        archived = snapshot.contents[member.source]
+        stamped = restored_bytes(member, archived, today)
+        ops: list[Op]
+        if member.event == "legacy copy":
+            ops = [FileWrite(member.path, None, stamped)]
+        else:
+            ops = [LedgerAppend(member.path, "restore", member.sha256, "user request",
+                                modified=member.event == "restore (modified)"),
+                   FileMove(member.source, member.path, member.sha256),
+                   FileWrite(member.path, member.sha256, stamped)]
+        if member.spine_entry and find_entry(Spine(spine), member.path) is None:
+            added = add_entry(Spine(spine), member.spine_entry, member.path, entry_cap).encode("utf-8", "surrogateescape")
+            ops.append(FileWrite(SPINE, sha256_hex(spine), added))
+            spine = added
+        steps.append(Step(f"restore {member.path} from {member.source}", ops))
+    return steps
