@@ -250,27 +250,17 @@ class Executor:
         return written
 
     def resume_point(self, step: Step) -> int:
-        """The index after the last operation of the step that is done (0: none is)."""
+        """The index after the last exact operation of the step that is done (0: none is). Only
+        an exact write or move is evidence that the step got that far: a derived operation can
+        be "done" before the step began (a file that never had a SPINE pointer), and so can a
+        write that changes nothing."""
         for index in reversed(range(len(step.ops))):
-            if self.is_done(step.ops[index]):
+            op = step.ops[index]
+            if isinstance(op, FileMove) and move_state(self.root, op) == "done":
+                return index + 1
+            if isinstance(op, FileWrite) and op.before != op.after and _sha(self.root / op.path) == op.after:
                 return index + 1
         return 0
-
-    def is_done(self, op: Op) -> bool:
-        root = self.root
-        if isinstance(op, FileWrite):
-            return _sha(root / op.path) == op.after
-        if isinstance(op, FileMove):
-            return move_state(root, op) == "done"
-        if isinstance(op, LedgerAppend):
-            return op.done_in(take_ledger(root))
-        if isinstance(op, SpineEdit):
-            try:
-                return op.result((root / SPINE).read_bytes()) is None
-            except FileNotFoundError:
-                return not op.entry
-        current = (root / op.path).read_bytes() if (root / op.path).exists() else None
-        return op.result(current) == current
 
     def carry_out(self, op: Op) -> list[tuple[str, str]]:
         """Do ``op`` unless it is done; the (path, checksum) of every file it wrote or moved."""
