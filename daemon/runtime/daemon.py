@@ -33,9 +33,10 @@ from ..store.unmanaged import unmanaged_folders
 from . import sdnotify
 from .control import ControlServer
 from .instance import InstanceLock
-from .jobs import JobEnv, PassResult, run_job
-from .links import CompactLink, GitLink
+from .job_runner import run_job
+from .jobs import JobEnv, PassResult
 from .scheduler import JOBS, SCHEDULED, Schedule, Worker
+from .store_git import StoreGit
 from .watcher import Debouncer, StoreWatcher
 
 log = get_logger("distilld.daemon")
@@ -110,8 +111,8 @@ class Daemon:
         activity = ActivityLog(self.paths.activity_log, self.settings.log.max_bytes, self.settings.log.backups)
         env = JobEnv(settings=self.settings, policy=policy, store=self.store, owner=default_owner(),
                      status=status, activity=activity, stop=self.stop, lock_changed=threading.Event(),
-                     git=GitLink(self.store, self.settings, policy, lambda: datetime.now(UTC)),
-                     compactor=CompactLink(), block_on_lock=self.once)
+                     git=StoreGit(self.store, self.settings, policy, lambda: datetime.now(UTC)),
+                     block_on_lock=self.once)
         if not self.store.is_dir():
             return env  # nothing to ask git yet; the first pass after the store appears does
         try:
