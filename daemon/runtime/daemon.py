@@ -38,7 +38,8 @@ from .job_runner import run_job
 from .jobs import JobEnv, PassResult
 from .scheduler import SCHEDULED, Schedule, Worker
 from .store_git import StoreGit
-from .watcher import Debouncer, StoreWatcher
+from .debounce import Debouncer
+from .watcher import StoreWatcher
 
 log = get_logger("distilld.daemon")
 

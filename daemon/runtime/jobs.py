@@ -25,7 +25,8 @@ from ..settings import Settings
 from ..store.incremental import IncrementalStore
 from .scheduler import Schedule, Worker
 from .store_git import StoreGit
-from .watcher import StoreWatcher, scan_shared
+from .watch_paths import scan_shared
+from .watcher import StoreWatcher
 
 # How long a follow that found the lock held waits before looking again, in case the release
 # event is missed (the watcher normally reports the release at once).
