@@ -32,9 +32,11 @@ from ..gitstore.commit import (
     working_changes,
 )
 from ..gitstore.errors import CommitRefused, GitBusy, GitStoreError, NotAStoreRepo, RemoteError
+from ..gitstore.integrate import integrate
 from ..gitstore.maintenance import pack_objects
+from ..gitstore.remote import fetch
 from ..gitstore.repo import InitReport, StoreRepo, init_store, open_store, write_managed_files
-from ..gitstore.sync import SyncReport, fetch, integrate, sync_store
+from ..gitstore.sync import SyncReport, sync_store
 from ..gitstore.verify import verify_pull
 from ..policy import Policy
 

@@ -19,8 +19,9 @@ from ..actions.sync import OperationRecord, committed_operation, lock_holder, ru
 from ..gitstore.auth import Credentials
 from ..gitstore.commit import Identity, commit_agent_changes, new_pass_id
 from ..gitstore.errors import GitBusy, NotAStoreRepo
+from ..gitstore.remote import ahead_behind
 from ..gitstore.repo import StoreRepo, open_store
-from ..gitstore.sync import SyncReport, ahead_behind
+from ..gitstore.sync import SyncReport
 from ..gitstore.verify import verify_work_tree
 from ..policy import Policy
 from ..settings import Settings
