@@ -16,11 +16,12 @@ from pygit2.enums import CheckoutNotify, CheckoutStrategy
 
 from ..store.caps import DEFAULT_CAPS, Caps
 from ..store.merge import Sides
-from .commit import head_commit, new_pass_id
+from .commit import new_pass_id
 from .errors import GitBusy
 from .merge import Flat, flatten, incoming_problems, merge_commits
 from .remote import tracking_head
 from .repo import StoreRepo
+from .trees import head_commit
 
 
 class _Conflicts(pygit2.CheckoutCallbacks):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pygit2
 
 from .auth import Credentials, StoreCallbacks
-from .commit import head_commit
 from .errors import GitStoreError, RemoteError
 from .repo import StoreRepo
+from .trees import head_commit
 
 
 class PushRejected(RemoteError):

@@ -23,13 +23,15 @@ import pygit2
 from ..store.caps import DEFAULT_CAPS, Caps
 from ..store.merge import has_conflict_markers
 from ..store.paths import sync_class
+from .agent_changes import commit_agent_changes, working_changes
 from .auth import Credentials, apply_timeouts
-from .commit import Identity, commit_agent_changes, head_commit, new_pass_id, working_changes
+from .commit import Identity, new_pass_id
 from .errors import GitBusy, RemoteError
 from .integrate import integrate
 from .remote import PushRejected, ahead_behind, fetch, push, tracking_head
 from .repo import MANAGED_FILES, StoreRepo, busy_reason
 from .sync_state import SyncState, backoff_seconds, load_state, save_state
+from .trees import head_commit
 from .verify import verify_pulled
 
 PUSH_ROUNDS = 3  # a rejected push: fetch, integrate, push again, this many times at most

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..actions.sync import OperationRecord, committed_operation, lock_holder, run_sync
+from ..gitstore.agent_changes import commit_agent_changes
 from ..gitstore.auth import Credentials
-from ..gitstore.commit import Identity, commit_agent_changes, new_pass_id
+from ..gitstore.commit import Identity, new_pass_id
 from ..gitstore.errors import GitBusy, NotAStoreRepo
 from ..gitstore.remote import ahead_behind
 from ..gitstore.repo import StoreRepo, open_store
