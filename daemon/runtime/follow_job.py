@@ -4,10 +4,9 @@
   stale, the invariants checked, budgets measured, the agents' changes committed.
 * reconcile: the same pass on the schedule, whatever the watcher saw; it reads the store by
   content, so a missed event cannot leave a change unchecked or uncommitted.
-* sync, compaction, lifecycle: the scheduled passes.
 
 Every job's result lands in status.json; things done or waited for get one line in the
-activity log. A failing job is reported and the next one runs.
+activity log.
 """
 
 from __future__ import annotations

@@ -115,17 +115,17 @@ class StoreGit:
     @contextmanager
     def operation(self, name: str) -> Iterator[OperationCommit]:
         """Run a maintenance pass inside: it becomes one commit of exactly the paths it changed."""
-        link = OperationCommit()
+        outcome = OperationCommit()
         if not self.settings.git.commit:
-            yield link
+            yield outcome
             return
         with committed_operation(self.root, name, self.policy, self.clock, self._identity()) as record:
-            link.record = record
-            yield link
+            outcome.record = record
+            yield outcome
         result = record.result
         if result is not None and result.commit:
-            link.commit = CommitOutcome(True, result.commit, list(result.paths))
-        link.notes = list(record.notes)
+            outcome.commit = CommitOutcome(True, result.commit, list(result.paths))
+        outcome.notes = list(record.notes)
 
     def verify(self) -> list[str]:
         """The full byte check of the work tree against the last commit and the ledger (the
