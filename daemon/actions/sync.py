@@ -20,21 +20,16 @@ from ..engine.guard import guarded_pass
 from ..engine.lock import AcquireKind, StoreLock, default_owner
 from ..engine.recovery import interrupted_passes
 from ..errors import LockHeld, LockLost
+from ..gitstore.agent_changes import commit_agent_changes, work_tree_ids, working_changes
 from ..gitstore.auth import Credentials, apply_timeouts
-from ..gitstore.commit import (
-    CommitResult,
-    Identity,
-    commit_agent_changes,
-    commit_operation,
-    head_commit,
-    new_pass_id,
-    work_tree_ids,
-    working_changes,
-)
+from ..gitstore.commit import CommitResult, Identity, commit_operation, new_pass_id
 from ..gitstore.errors import CommitRefused, GitBusy, GitStoreError, NotAStoreRepo, RemoteError
+from ..gitstore.integrate import integrate
 from ..gitstore.maintenance import pack_objects
+from ..gitstore.remote import fetch
 from ..gitstore.repo import InitReport, StoreRepo, init_store, open_store, write_managed_files
-from ..gitstore.sync import SyncReport, fetch, integrate, sync_store
+from ..gitstore.sync import SyncReport, sync_store
+from ..gitstore.trees import head_commit
 from ..gitstore.verify import verify_pull
 from ..policy import Policy
 

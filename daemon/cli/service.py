@@ -16,7 +16,7 @@ manager_option = click.option(
 
 
 def _manager(use_systemd: bool | None) -> Any:
-    from ..runtime.service import default_manager
+    from ..runtime.service_paths import default_manager
 
     if use_systemd is None:
         return default_manager()
@@ -80,7 +80,7 @@ def service_status(ctx: click.Context, use_systemd: bool | None) -> None:
 @click.pass_context
 def service_print(ctx: click.Context, use_systemd: bool | None, config_path: Path | None) -> None:
     """Print what `service install` would write for the store (for packagers; writes nothing)."""
-    from ..runtime.service import render
+    from ..runtime.service_render import render
 
     emit(render(_manager(use_systemd), given_store(ctx), config_path))
 

@@ -20,23 +20,19 @@ from datetime import datetime
 from pathlib import Path
 
 import pygit2
-from pygit2.enums import FileMode, FileStatus
+from pygit2.enums import FileMode
 
 from ..store.merge import has_conflict_markers
-from ..store.paths import SPINE, sync_class
+from ..store.paths import sync_class
 from .errors import CommitRefused, GitBusy
 from .maintenance import refresh_index
 from .repo import MANAGED_FILES, StoreRepo, require_quiet, write_state_file
+from .trees import Entry, head_commit, tree_entry, tree_with
 
 TRAILER_PATH_LIMIT = 200  # beyond this, the count says how many (the diff has them all)
-BODY_PATH_LIMIT = 50
-USER_STAGED = (FileStatus.INDEX_NEW | FileStatus.INDEX_MODIFIED | FileStatus.INDEX_DELETED
-               | FileStatus.INDEX_RENAMED | FileStatus.INDEX_TYPECHANGE)
 PENDING_INDEX = "pending-index.json"
 STAT_ADD_LIMIT = 256 * 1024  # bytes; above it the index gets the blob id without stat data
 BULK_PATHS = 200  # a commit of more paths leaves the index's stat data to `git update-index --refresh`
-
-Entry = tuple[pygit2.Oid, int]
 
 
 @dataclass(frozen=True)
@@ -85,18 +81,9 @@ def message(subject: str, body: Iterable[str], operation: str, pass_id: str, pat
     return "\n".join(parts) + "\n"
 
 
-def _listing(title: str, paths: list[str]) -> list[str]:
-    if not paths:
-        return []
-    shown = [f"    {p}" for p in paths[:BODY_PATH_LIMIT]]
-    if len(paths) > BODY_PATH_LIMIT:
-        shown.append(f"    ... and {len(paths) - BODY_PATH_LIMIT} more")
-    return [f"{title}:", *shown]
-
-
 # -- what may be committed ----------------------------------------------------------------------
 
-def _read_committable(root: Path, path: str) -> bytes | None:
+def read_committable(root: Path, path: str) -> bytes | None:
     """The bytes to commit for ``path`` (None: it was removed); CommitRefused when it may not be
     committed. One read, so the bytes checked are the bytes committed."""
     if path not in MANAGED_FILES and sync_class(path) != "shared":
@@ -123,57 +110,7 @@ def _read_committable(root: Path, path: str) -> bytes | None:
     return data
 
 
-# -- trees and the real index -------------------------------------------------------------------
-
-def head_commit(repo: pygit2.Repository) -> pygit2.Commit | None:
-    if repo.head_is_unborn:
-        return None
-    return repo.head.peel(pygit2.Commit)
-
-
-def tree_entry(tree: pygit2.Tree | None, path: str) -> Entry | None:
-    if tree is None:
-        return None
-    try:
-        obj = tree[path]
-    except KeyError:
-        return None
-    return (obj.id, int(obj.filemode))
-
-
-def tree_with(repo: pygit2.Repository, tree: pygit2.Tree | None, changes: dict[str, Entry | None]) -> pygit2.Oid:
-    """``tree`` with the given paths set (or removed, for None): what an index seeded from the
-    tree would write, but only the trees along the changed paths are read and written, so a
-    commit costs what it changes, not what the store holds."""
-    written = _subtree_with(repo, tree, changes)
-    return written if written is not None else repo.TreeBuilder().write()
-
-
-def _subtree_with(repo: pygit2.Repository, tree: pygit2.Tree | None,
-                  changes: dict[str, Entry | None]) -> pygit2.Oid | None:
-    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
-    below: dict[str, dict[str, Entry | None]] = {}
-    for path, entry in changes.items():
-        name, slash, rest = path.partition("/")
-        if slash:
-            below.setdefault(name, {})[rest] = entry
-        elif entry is None:
-            if builder.get(name) is not None:
-                builder.remove(name)
-        else:
-            builder.insert(name, entry[0], FileMode(entry[1]))
-    for name, inside in below.items():
-        current = builder.get(name)
-        subtree = current if isinstance(current, pygit2.Tree) else None  # a file there gives way, as in an index
-        written = _subtree_with(repo, subtree, inside)
-        if written is not None:
-            builder.insert(name, written, FileMode.TREE)
-        elif current is not None:
-            builder.remove(name)
-    if len(builder) == 0:  # git keeps no empty trees
-        return None
-    return builder.write()
-
+# -- the real index -----------------------------------------------------------------------------
 
 def index_entry(index: pygit2.Index, path: str) -> Entry | None:
     try:
@@ -266,7 +203,7 @@ def repair_pending_index(store: StoreRepo) -> None:
 def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: pygit2.Signature,
                  read: dict[str, bytes | None] | None = None) -> str | None:
     """Commit the working-tree bytes of ``paths`` on top of HEAD; None when that changes nothing.
-    ``read``: bytes the caller already read (and checked) with ``_read_committable``.
+    ``read``: bytes the caller already read (and checked) with ``read_committable``.
 
     Raises GitBusy when git is busy or the branch moved meanwhile (retry later), and
     CommitRefused when a path may not be committed or the user staged it.
@@ -276,7 +213,7 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
     repair_pending_index(store)
     wanted = sorted(set(paths))
     known = read or {}
-    contents = {path: known[path] if path in known else _read_committable(root, path) for path in wanted}
+    contents = {path: known[path] if path in known else read_committable(root, path) for path in wanted}
     staged = staged_by_user(store, wanted)
     if staged:
         raise CommitRefused(f"{root}: you have staged changes to {', '.join(staged)}; distilld leaves them to "
@@ -320,106 +257,3 @@ def commit_operation(store: StoreRepo, operation: str, paths: Iterable[str], sub
     text = message(subject, body, operation, pass_id, wanted)
     result.commit = commit_paths(store, wanted, text, signature)
     return result
-
-
-# -- changes agents wrote ---------------------------------------------------------------------------
-
-@dataclass
-class WorkingChanges:
-    """Shared paths that differ from HEAD in the work tree, sorted by kind."""
-
-    added: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    staged: list[str] = field(default_factory=list)  # the user's: left alone
-
-    @property
-    def paths(self) -> list[str]:
-        return sorted(self.added + self.changed + self.removed)
-
-
-def working_changes(store: StoreRepo) -> WorkingChanges:
-    repair_pending_index(store)
-    found = WorkingChanges()
-    for path, flags in store.repo.status(untracked_files="all", ignored=False).items():
-        if path not in MANAGED_FILES and sync_class(path) != "shared":
-            continue
-        if flags & USER_STAGED:
-            found.staged.append(path)
-        elif flags & FileStatus.WT_NEW:
-            found.added.append(path)
-        elif flags & FileStatus.WT_DELETED:
-            found.removed.append(path)
-        elif flags & (FileStatus.WT_MODIFIED | FileStatus.WT_TYPECHANGE | FileStatus.WT_RENAMED):
-            found.changed.append(path)
-    for kind in (found.added, found.changed, found.removed, found.staged):
-        kind.sort()
-    return found
-
-
-def _size_in_head(store: StoreRepo, path: str) -> int | None:
-    head = head_commit(store.repo)
-    entry = tree_entry(head.tree if head else None, path)
-    if entry is None:
-        return None
-    blob = store.repo[entry[0]]
-    return len(blob.data) if isinstance(blob, pygit2.Blob) else None
-
-
-def commit_agent_changes(store: StoreRepo, signature: pygit2.Signature, pass_id: str, now_epoch: float,
-                         quiet_seconds: float = 0, operation: str = "agent-changes",
-                         subject: str | None = None) -> CommitResult:
-    """Commit what agents wrote since the last commit, as its own commit, once the store has
-    been quiet for ``quiet_seconds`` (the caller holds or has checked the store's .lock)."""
-    require_quiet(store)
-    changes = working_changes(store)
-    result = CommitResult(None, operation, pass_id)
-    result.notes += [f"{p}: staged by you; left for your own commit" for p in changes.staged]
-    paths: list[str] = []
-    read: dict[str, bytes | None] = {}
-    for path in changes.paths:
-        try:
-            read[path] = _read_committable(store.root, path)  # read once: checked and committed
-        except CommitRefused as refused:
-            result.skipped.append((path, str(refused).removeprefix(f"{store.root}: ")))
-        else:
-            paths.append(path)
-    if not paths:
-        return result
-    newest = 0.0
-    for path in paths:
-        try:
-            newest = max(newest, os.lstat(store.root / path).st_mtime)
-        except FileNotFoundError:
-            pass
-    if quiet_seconds > 0 and now_epoch - newest < quiet_seconds:
-        result.waiting = f"the store changed {now_epoch - newest:.0f} s ago; waiting for {quiet_seconds:.0f} s of quiet"
-        return result
-    keep = set(paths)
-    added = [p for p in changes.added if p in keep]
-    changed = [p for p in changes.changed if p in keep]
-    removed = [p for p in changes.removed if p in keep]
-    body = _listing("Added", added) + _listing("Changed", changed) + _listing("Removed", removed)
-    if SPINE in keep:
-        before = _size_in_head(store, SPINE)
-        after = (store.root / SPINE).stat().st_size if (store.root / SPINE).exists() else None
-        body.append(f"SPINE.md bytes: {before if before is not None else 'none'} -> "
-                    f"{after if after is not None else 'none'}")
-    headline = subject or (f"distilld: agent changes ({len(added)} added, {len(changed)} changed, "
-                           f"{len(removed)} removed)")
-    result.paths = sorted(keep)
-    result.commit = commit_paths(store, result.paths, message(headline, body, operation, pass_id, result.paths),
-                                 signature, read)
-    return result
-
-
-def work_tree_ids(store: StoreRepo, paths: Iterable[str]) -> dict[str, str | None]:
-    """The blob id each path's bytes would have now (None: absent), to tell which paths an
-    operation changed among those that already differed from HEAD."""
-    ids: dict[str, str | None] = {}
-    for path in paths:
-        try:
-            ids[path] = str(pygit2.hash((store.root / path).read_bytes()))
-        except OSError:
-            ids[path] = None
-    return ids

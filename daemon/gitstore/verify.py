@@ -13,9 +13,9 @@ import pygit2
 from ..store.ledger import Ledger
 from ..store.paths import LEDGER, archived_path
 from ..store.text import sha256_hex, sha256_norm_hex
-from .commit import tree_entry
 from .merge import Flat, flatten
 from .repo import StoreRepo
+from .trees import tree_entry
 
 
 @dataclass(frozen=True)

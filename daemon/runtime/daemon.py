@@ -23,25 +23,27 @@ from typing import Any
 from .. import __version__
 from ..engine.guard import sweep_temp_files
 from ..engine.lock import LockStateKind, default_owner
-from ..errors import DistilldError, StoreError
+from ..errors import StoreError
 from ..log import ActivityLog, StatusFile, configure_logging, console_mode, get_logger, read_json, utc_stamp
 from ..policy import Policy, load_policy
-from ..settings import InstancePaths, Settings, ensure_private_dir, load_settings
+from ..settings import InstancePaths, Settings, ensure_private_dir
 from ..store.local import lifecycle_enabled
 from ..store.paths import set_extra_synced_folders
 from ..store.unmanaged import unmanaged_folders
 from . import sdnotify
 from .control import ControlServer
+from .daemon_requests import RUN_NOW_JOBS, answer, reload_settings
 from .instance import InstanceLock
-from .jobs import JobEnv, PassResult, run_job
-from .links import CompactLink, GitLink
-from .scheduler import JOBS, SCHEDULED, Schedule, Worker
-from .watcher import Debouncer, StoreWatcher
+from .job_runner import run_job
+from .jobs import JobEnv, PassResult
+from .scheduler import SCHEDULED, Schedule, Worker
+from .store_git import StoreGit
+from .debounce import Debouncer
+from .watcher import StoreWatcher
 
 log = get_logger("distilld.daemon")
 
 ONCE_JOBS = ("follow", "sync", "compaction", "lifecycle")
-RUN_NOW_JOBS = ("follow", "sync", "compaction", "lifecycle")
 TICK_SECONDS = 15.0  # supervision and status refresh; events and signals wake it sooner
 
 
@@ -110,8 +112,8 @@ class Daemon:
         activity = ActivityLog(self.paths.activity_log, self.settings.log.max_bytes, self.settings.log.backups)
         env = JobEnv(settings=self.settings, policy=policy, store=self.store, owner=default_owner(),
                      status=status, activity=activity, stop=self.stop, lock_changed=threading.Event(),
-                     git=GitLink(self.store, self.settings, policy, lambda: datetime.now(UTC)),
-                     compactor=CompactLink(), block_on_lock=self.once)
+                     git=StoreGit(self.store, self.settings, policy, lambda: datetime.now(UTC)),
+                     block_on_lock=self.once)
         if not self.store.is_dir():
             return env  # nothing to ask git yet; the first pass after the store appears does
         try:
@@ -142,8 +144,7 @@ class Daemon:
         self.request_stop(signal.Signals(signum).name)
 
     def _on_reload_signal(self, signum: int, frame: FrameType | None) -> None:
-        self._reload_requested = True
-        self.wake.set()
+        self.request_reload()
 
     def _on_run_now_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.worker is not None:
@@ -205,7 +206,7 @@ class Daemon:
             env.activity.write(f"not committing the agents' changes: {git_note}")
         self.worker.request("follow", "start")
         self.schedule.start(self._last_runs())
-        self._refresh_status(force=True)
+        self.refresh_status(force=True)
         sdnotify.notify("READY=1\nSTATUS=following " + str(self.store))
         try:
             self._main_loop()
@@ -239,7 +240,7 @@ class Daemon:
                 self.watcher.check()
             except Exception:
                 log.exception("watcher.check_failed")
-            self._refresh_status()
+            self.refresh_status()
             if watchdog_every and self._healthy():
                 sdnotify.notify("WATCHDOG=1")
 
@@ -268,7 +269,7 @@ class Daemon:
         env.activity.write("stopped")
 
     def _after_job(self) -> None:
-        self._refresh_status()
+        self.refresh_status()
         _give_back_memory()
 
     # -- events from the watcher -------------------------------------------------------------
@@ -314,7 +315,7 @@ class Daemon:
 
     # -- status ----------------------------------------------------------------------------
 
-    def _refresh_status(self, force: bool = False) -> None:
+    def refresh_status(self, force: bool = False) -> None:
         env = self._env
         state = env.lock_state()
         lock = {"state": state.kind.value, "owner": state.owner, "age_seconds": state.age,
@@ -329,74 +330,17 @@ class Daemon:
         env.status.update(flush=False, **parts)
         env.status.flush(force=force)
 
-    # -- control ---------------------------------------------------------------------------
+    # -- control and reload (runtime/daemon_requests.py) -------------------------------------
 
     def dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
-        command = request.get("cmd")
-        env = self._env
-        if command == "status":
-            self._refresh_status()
-            return {"ok": True, "status": env.status.data()}
-        if self.worker is None:
-            return {"ok": False, "error": "the daemon is not ready yet"}
-        if command == "run-now":
-            job = request.get("job")
-            if job is not None and job not in JOBS:
-                return {"ok": False, "error": f"unknown job {job!r}; jobs: {', '.join(JOBS)}"}
-            jobs = [job] if job else list(RUN_NOW_JOBS)
-            for name in jobs:
-                self.worker.request(name, "run-now")
-            note = " (paused: they run after `distilld resume`)" if self.worker.paused else ""
-            env.activity.write(f"run now requested: {', '.join(jobs)}{note}")
-            return {"ok": True, "requested": jobs, "paused": self.worker.paused}
-        if command == "pause":
-            self.worker.pause()
-            env.status.update(paused=True)
-            env.activity.write("paused: no pass starts until `distilld resume` (changes are still followed)")
-            return {"ok": True, "paused": True}
-        if command == "resume":
-            self.worker.resume()
-            self.worker.request("follow", "resume")
-            env.status.update(paused=False)
-            env.activity.write("resumed")
-            return {"ok": True, "paused": False}
-        if command == "reload":
-            self._reload_requested = True
-            self.wake.set()
-            return {"ok": True, "reload": "requested"}
-        return {"ok": False, "error": f"unknown command {command!r}; commands: status, run-now, pause, resume, reload"}
+        return answer(self, request)
 
-    # -- reload ----------------------------------------------------------------------------
+    def request_reload(self) -> None:
+        self._reload_requested = True
+        self.wake.set()
 
     def reload(self) -> None:
-        env = self._env
-        try:
-            new = load_settings(self.config, self.overrides)
-            policy = load_policy(new.policy)
-        except DistilldError as error:
-            env.activity.write(f"reload refused, keeping the settings in use: {error}")
-            env.status.update(last_error={"at": utc_stamp(), "job": "reload", "message": str(error)})
-            return
-        if new.store != self.store:
-            env.activity.write(f"reload: following another store ({new.store}) needs a restart; "
-                               f"still following {self.store}")
-            new = new.model_copy(update={"store": self.store})
-        old = self.settings
-        self.settings = env.settings = new
-        set_extra_synced_folders(new.git.extra_folders)
-        env.policy = policy
-        env.git.settings, env.git.policy = new, policy
-        if self.debouncer is not None:
-            self.debouncer.configure(new.watch.quiet_seconds, new.watch.max_wait_seconds)
-        if self.schedule is not None:
-            self.schedule.apply(new.schedule)
-        if self.watcher is not None and (new.watch.observer != old.watch.observer
-                                         or new.watch.polling_interval_seconds != old.watch.polling_interval_seconds):
-            self.watcher.mode = new.watch.observer
-            self.watcher.polling_interval = new.watch.polling_interval_seconds
-            self.watcher.restart("the watch settings changed")
-        env.activity.write("reloaded the settings")
-        self._refresh_status(force=True)
+        reload_settings(self)
 
 
 def distillation_running(store: Path) -> bool:

@@ -1,13 +1,12 @@
 """Following the store's changes with watchdog.
 
-The observer only records paths; a debouncer turns a burst of events into one batch once the
-store has been quiet for ``quiet`` seconds (or after ``max_wait`` seconds of unbroken activity),
-and the batch becomes one job request on the worker. Nothing slow runs on watchdog's thread.
+The observer only records paths; a debouncer (runtime/debounce.py) turns a burst of events into
+one batch once the store has been quiet for ``quiet`` seconds (or after ``max_wait`` seconds of
+unbroken activity), and the batch becomes one job request on the worker. Nothing slow runs on
+watchdog's thread.
 
-What counts: the shared set (SPINE.md, CATALOG.md, the tier folders, evidence/, archive/, inbox/),
-Markdown files and folders only. `.git/`, `data/`, `local/`, dotfiles, editor temp and swap
-files are ignored. `.lock` is followed separately, to learn when a distiller releases it.
-distilld's own writes are recognised by the file's identity (inode, size, mtime) right after
+What counts is decided in runtime/watch_paths.py (the shared set, Markdown files and folders;
+`.lock` followed separately). distilld's own writes are recognised by the file's identity (inode, size, mtime) right after
 the write: an event for a file that still looks exactly like that is ours and is dropped.
 
 When the watch itself is in doubt (the kernel's event queue overflowed, the watch limit was
@@ -25,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -33,152 +32,13 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from ..log import get_logger, utc_stamp
-from ..store.paths import CATALOG, SPINE, TIERS
+from .debounce import Debouncer
+from .watch_paths import Signature, classify, signature
 
-SHARED_TOPS = frozenset({*TIERS, "evidence", "archive", "inbox"})
-ROOT_FILES = frozenset({SPINE, CATALOG})
-LOCK_NAME = ".lock"
-TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".temp", ".part", ".crdownload", ".bak", ".orig")
 NOISE_EVENTS = frozenset({"opened", "closed_no_write"})
 OWN_WRITE_MARGIN = 0.02  # seconds: file mtimes lag the wall clock by up to a kernel tick
 
-Kind = Literal["content", "lock"]
-Signature = tuple[int, int, int] | None  # (inode, size, mtime_ns); None: the path does not exist
-
 log = get_logger("distilld.watcher")
-
-
-def classify(rel: str, is_directory: bool) -> Kind | None:
-    """What a store-relative path means to the daemon, or None when it does not matter."""
-    if rel == LOCK_NAME:
-        return "lock"
-    if not rel or rel == "." or rel.startswith(".." + os.sep) or rel == "..":
-        return None
-    parts = rel.split(os.sep)
-    name = parts[-1]
-    if any(part.startswith(".") for part in parts):
-        return None  # .git/, dotfiles, hidden editor files (.#x.md, .x.md.swp)
-    if name.endswith(TEMP_SUFFIXES) or name == "4913" or (name.startswith("#") and name.endswith("#")):
-        return None  # editor temp and swap files (4913 is vim's write probe)
-    if len(parts) == 1:
-        return "content" if name in ROOT_FILES or (is_directory and name in SHARED_TOPS) else None
-    if parts[0] not in SHARED_TOPS:
-        return None  # data/, local/, bin/ and anything else distilld does not sync
-    return "content" if is_directory or name.endswith(".md") else None
-
-
-def signature(path: Path) -> Signature:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def scan_shared(root: Path) -> dict[str, Signature]:
-    """Identity of every file and folder in the shared set (stat only; no content is read)."""
-    found: dict[str, Signature] = {}
-    for name in ROOT_FILES:
-        found[name] = signature(root / name)
-    pending = [top for top in SHARED_TOPS if (root / top).is_dir()]
-    for top in SHARED_TOPS:
-        found[top] = signature(root / top)
-    while pending:
-        relative = pending.pop()
-        try:
-            with os.scandir(root / relative) as entries:
-                children = list(entries)
-        except OSError:
-            continue
-        for entry in children:
-            if entry.name.startswith("."):
-                continue
-            child = f"{relative}/{entry.name}"
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            found[child] = (info.st_ino, info.st_size, info.st_mtime_ns)
-            if entry.is_dir(follow_symlinks=False):
-                pending.append(child)
-    return found
-
-
-class Debouncer:
-    """Collect paths; hand them over once quiet for ``quiet`` s, or ``max_wait`` s after the first."""
-
-    def __init__(self, quiet: float, max_wait: float, flush: Callable[[set[str], bool], None],
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.quiet = quiet
-        self.max_wait = max_wait
-        self._flush = flush
-        self._clock = clock
-        self._cond = threading.Condition()
-        self._paths: set[str] = set()
-        self._poked = False
-        self._first: float | None = None
-        self._last: float | None = None
-        self._stopped = False
-        self._thread = threading.Thread(target=self._loop, name="distilld-debounce", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._cond.notify_all()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-
-    def configure(self, quiet: float, max_wait: float) -> None:
-        with self._cond:
-            self.quiet, self.max_wait = quiet, max_wait
-            self._cond.notify_all()
-
-    def add(self, paths: Iterable[str]) -> None:
-        with self._cond:
-            self._paths.update(paths)
-            self._arm()
-
-    def poke(self) -> None:
-        """Count as activity without a path (a distiller released the lock we waited for)."""
-        with self._cond:
-            self._poked = True
-            self._arm()
-
-    def _arm(self) -> None:
-        now = self._clock()
-        if self._first is None:
-            self._first = now
-        self._last = now
-        self._cond.notify_all()
-
-    @property
-    def pending(self) -> tuple[int, float | None]:
-        """How many paths wait, and since when (monotonic)."""
-        with self._cond:
-            return len(self._paths), self._first
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while self._first is None and not self._stopped:
-                    self._cond.wait()  # idle: no timer, no wake-ups
-                if self._stopped:
-                    return
-                assert self._first is not None and self._last is not None
-                due = min(self._last + self.quiet, self._first + self.max_wait)
-                wait = due - self._clock()
-                if wait > 0:
-                    self._cond.wait(wait)
-                    continue
-                batch, poked = self._paths, self._poked
-                self._paths, self._poked, self._first, self._last = set(), False, None, None
-            try:
-                self._flush(batch, poked)
-            except Exception:
-                log.exception("debounce.flush_failed")
 
 
 class _Handler(FileSystemEventHandler):

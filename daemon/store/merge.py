@@ -4,9 +4,10 @@ The rules (one per kind of file, no model call, no conflict markers, nothing los
 
 * ``archive/LEDGER.md``: the union of both sides' lines, sorted by stamp (``merge_ledgers``);
 * ``SPINE.md`` and evidence twins (line-oriented indexes and logs): our line edits replayed
-  onto theirs, so an entry removed on one machine and another added on the other both land;
+  onto theirs, so an entry removed on one machine and another added on the other both land
+  (store/line_replay.py);
 * any other knowledge file changed on both sides: theirs (the remote's) stays in place, ours is
-  kept whole as an inbox item for the next distillation to fold in;
+  kept whole as an inbox item for the next distillation to fold in (store/sync_inbox.py);
 * the tree is then made to agree with the merged ledger's last event per path, ``CATALOG.md``
   is rebuilt from the result, and C1-C3 run on it: a failure that neither side had blocks.
 
@@ -16,13 +17,11 @@ gets back the changes to make on top of ours.
 
 from __future__ import annotations
 
-import re
 import secrets
 import tempfile
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Protocol
 
@@ -32,10 +31,11 @@ from .findings import Finding
 from .fs import line_ending_of, with_line_ending
 from .incremental import IncrementalStore
 from .ledger import Ledger, LedgerLine, merge_ledgers
-from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, TIERS, archived_path
+from .line_replay import replay_lines
+from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, archived_path
 from .snapshot import snapshot_from_files
 from .spine import Spine, add_entry, find_entry, remove_pointer
-from .stamps import format_utc
+from .sync_inbox import ConflictInbox, conflict_item
 from .text import (
     decode,
     encode,
@@ -45,7 +45,6 @@ from .text import (
     unescape_free_text,
 )
 
-INBOX_PREFIX = "inbox/"
 
 def has_conflict_markers(raw: bytes) -> bool:
     """Does ``raw`` hold a conflict as git writes it: an opening marker, a separator and a
@@ -144,95 +143,6 @@ class StoreMerge:
         return not self.blocked_by
 
 
-# -- line replay (SPINE.md, evidence twins) ------------------------------------------------
-
-def _key(line: str) -> str:
-    return line.rstrip("\r\n")
-
-
-def replay_lines(base: bytes, ours: bytes, theirs: bytes) -> bytes:
-    """Theirs with our line edits (against base) applied: the lines we removed go, the lines we
-    added come in at the matching place, after what theirs added there. A line both sides
-    added identically is kept once. Lines keep their own endings."""
-    b, o, t = (lines_with_endings(decode(raw)) for raw in (base, ours, theirs))
-    bk, ok, tk = [_key(x) for x in b], [_key(x) for x in o], [_key(x) for x in t]
-    base_to_theirs: dict[int, int] = {}
-    for block in SequenceMatcher(None, bk, tk, autojunk=False).get_matching_blocks():
-        for k in range(block.size):
-            base_to_theirs[block.a + k] = block.b + k
-    # Lines theirs added (by content), so a line both sides added is not doubled.
-    their_added: dict[str, int] = {}
-    for line in tk:
-        their_added[line] = their_added.get(line, 0) + 1
-    for line in bk:
-        if their_added.get(line):
-            their_added[line] -= 1
-    dropped: set[int] = set()
-    inserts: dict[int, list[str]] = {}
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, bk, ok, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        dropped.update(base_to_theirs[i] for i in range(i1, i2) if i in base_to_theirs)
-        if j1 == j2:
-            continue
-        # Before the next base line theirs still has (so after whatever theirs added in the
-        # same gap), or at the end.
-        at = next((base_to_theirs[i] for i in range(i1, len(b)) if i in base_to_theirs), len(t))
-        for line in o[j1:j2]:
-            if _key(line).strip() and their_added.get(_key(line)):
-                their_added[_key(line)] -= 1
-                continue
-            inserts.setdefault(at, []).append(line)
-    out: list[str] = []
-    for index, line in enumerate(t):
-        out += inserts.get(index, [])
-        if index not in dropped:
-            out.append(line)
-    out += inserts.get(len(t), [])
-    ending = "\r\n" if line_ending_of(theirs or ours) == b"\r\n" else "\n"
-    fixed = [line if line.endswith("\n") else line + ending for line in out[:-1]] + out[-1:]
-    return encode("".join(fixed))
-
-
-# -- sync-conflict inbox items -------------------------------------------------------------
-
-def _slug(path: str) -> str:
-    stem = path.removesuffix(".md")
-    slug = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-")
-    return slug[:60].rstrip("-") or "file"
-
-
-def _domain_hint(path: str) -> str | None:
-    for prefix in (ARCHIVE_PREFIX, EVIDENCE_PREFIX):
-        path = path.removeprefix(prefix)
-    top = path.split("/", 1)[0]
-    return top if top in TIERS else None
-
-
-def conflict_item(path: str, raw: bytes, kept_from: str, now: datetime, note: str) -> bytes:
-    """An inbox item holding ``raw`` whole, after a frontmatter saying where it came from."""
-    ending = line_ending_of(raw) if raw else b"\n"
-    head = ["---", "origin: sync-conflict", f"created: {format_utc(now)}", f"conflict_path: {path}",
-            f"kept_from: {kept_from}", f"note: {note}"]
-    hint = _domain_hint(path)
-    if hint:
-        head.append(f"domain_hint: {hint}")
-    head += ["---", "", ""]
-    return with_line_ending(encode("\n".join(head)), ending) + raw
-
-
-class _Inbox:
-    def __init__(self, now: datetime, token: Callable[[], str], taken: Callable[[str], bool]) -> None:
-        self.now, self.token, self.taken = now, token, taken
-
-    def name(self, path: str) -> str:
-        stamp = self.now.strftime("%Y%m%dT%H%M%SZ")
-        while True:
-            candidate = f"{INBOX_PREFIX}{stamp}-{self.token()}-sync-conflict-{_slug(path)}.md"
-            if not self.taken(candidate):
-                return candidate
-
-
 # -- the merge -----------------------------------------------------------------------------
 
 class _Merger:
@@ -241,7 +151,7 @@ class _Merger:
         self.base, self.ours, self.theirs, self.sides, self.now = base, ours, theirs, sides, now
         self.result = StoreMerge()
         self.view = _Overlay(ours, self.result.changes)
-        self.inbox = _Inbox(now, token, lambda p: self.view.get(p) is not None)
+        self.inbox = ConflictInbox(now, token, lambda p: self.view.get(p) is not None)
         self.touched: set[str] = set()
 
     def set(self, path: str, raw: bytes | None) -> None:

@@ -47,7 +47,8 @@ from benchutil import MIN_RUNS, Sample, Series, describe, header, ms, row, run_c
 from storegen import generate_store  # noqa: E402
 
 from distilld.actions.follow import run_follow  # noqa: E402
-from distilld.gitstore.commit import Identity, commit_agent_changes  # noqa: E402
+from distilld.gitstore.agent_changes import commit_agent_changes  # noqa: E402
+from distilld.gitstore.commit import Identity  # noqa: E402
 from distilld.gitstore.repo import open_store  # noqa: E402
 
 from distilld.actions.sync import run_init  # noqa: E402

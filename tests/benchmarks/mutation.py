@@ -48,6 +48,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
                             ["tests/store/test_bad_input.py", "tests/store/test_differential.py"]),
     "gitstore/sync.py": (["tests/gitstore/test_merge_checks.py", "tests/store/test_sync_merge.py"],
                          ["tests/gitstore/test_git_commit.py"]),
+    "gitstore/integrate.py": (["tests/gitstore/test_merge_checks.py", "tests/store/test_sync_merge.py"],
+                              ["tests/gitstore/test_git_commit.py"]),
 }
 
 

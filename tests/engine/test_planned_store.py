@@ -31,8 +31,9 @@ from distilld.engine.lock import default_owner
 from distilld.engine.executor import FileWrite, Step
 from distilld.log import ActivityLog, StatusFile
 from distilld.policy import load_policy
-from distilld.runtime.jobs import JobEnv, run_job
-from distilld.runtime.links import CompactLink, GitLink
+from distilld.runtime.job_runner import run_job
+from distilld.runtime.jobs import JobEnv
+from distilld.runtime.store_git import StoreGit
 from distilld.settings import load_settings
 from distilld.store.invariants import check_store
 from distilld.store.snapshot import planned_snapshot, take_snapshot
@@ -176,7 +177,7 @@ def test_the_daemons_scheduled_compaction_of_a_store_with_a_local_overlay(tmp_pa
     env = JobEnv(settings=settings, policy=POLICY, store=root, owner=default_owner(),
                  status=StatusFile(tmp_path / "status.json", {}), activity=ActivityLog(tmp_path / "activity.log"),
                  stop=threading.Event(), lock_changed=threading.Event(),
-                 git=GitLink(root, settings, POLICY, clock), compactor=CompactLink(), clock=clock)
+                 git=StoreGit(root, settings, POLICY, clock), clock=clock)
 
     result = run_job(env, "compaction", "schedule")
 

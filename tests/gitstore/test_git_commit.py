@@ -10,13 +10,8 @@ import distilld.gitstore.commit as commit_module
 import pygit2
 import pytest
 from builders import FIXED_NOW
-from distilld.gitstore.commit import (
-    Identity,
-    commit_agent_changes,
-    commit_operation,
-    commit_paths,
-    repair_pending_index,
-)
+from distilld.gitstore.agent_changes import commit_agent_changes
+from distilld.gitstore.commit import Identity, commit_operation, commit_paths, repair_pending_index
 from distilld.gitstore.errors import CommitRefused, GitBusy
 from distilld.gitstore.repo import open_store
 from gitmachines import GitCli, Machine, Origin, lifecycle_store

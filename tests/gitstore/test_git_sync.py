@@ -10,7 +10,7 @@ from pathlib import Path
 import distilld.gitstore.sync as sync_module
 import pytest
 from distilld.gitstore.repo import open_store
-from distilld.gitstore.sync import load_state
+from distilld.gitstore.sync_state import load_state
 from distilld.store.ledger import Ledger
 from distilld.store.stamps import stamp_later
 from gitmachines import (

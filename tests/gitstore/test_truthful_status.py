@@ -19,7 +19,7 @@ from gitmachines import GitCli, Machine, Origin, lifecycle_store
 from distilld.cli import main
 from distilld.engine.lock import StoreLock
 from distilld.gitstore.repo import open_store
-from distilld.gitstore.sync import SyncState, load_state, save_state
+from distilld.gitstore.sync_state import SyncState, load_state, save_state
 from distilld.settings import instance_key
 
 

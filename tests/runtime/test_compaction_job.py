@@ -25,8 +25,9 @@ from distilld.engine.crash import CRASH_ENV
 from distilld.engine.lock import default_owner
 from distilld.log import ActivityLog, StatusFile
 from distilld.policy import load_policy
-from distilld.runtime.jobs import JobEnv, run_job
-from distilld.runtime.links import CompactLink, GitLink
+from distilld.runtime.job_runner import run_job
+from distilld.runtime.jobs import JobEnv
+from distilld.runtime.store_git import StoreGit
 from distilld.settings import load_settings
 from distilld.store.findings import Finding, fail
 from maintenance_fixtures import age_lock, have_bash, migrated_store_over_targets, oracle_passes
@@ -44,7 +45,7 @@ def job_env(root: Path, tmp_path: Path) -> JobEnv:
     return JobEnv(settings=settings, policy=POLICY, store=root, owner=default_owner(),
                   status=StatusFile(tmp_path / "status.json", {}), activity=ActivityLog(tmp_path / "activity.log"),
                   stop=threading.Event(), lock_changed=threading.Event(),
-                  git=GitLink(root, settings, POLICY, clock), compactor=CompactLink(), clock=clock)
+                  git=StoreGit(root, settings, POLICY, clock), clock=clock)
 
 
 def repository_store(tmp_path: Path) -> Path:

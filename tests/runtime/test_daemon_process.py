@@ -262,7 +262,7 @@ def test_an_edit_made_outside_a_distillation_is_said_and_committed_as_it_is(daem
 
 def test_run_now_sync_runs_at_once_whatever_the_backoff(daemon: Daemon) -> None:
     from distilld.gitstore.repo import open_store
-    from distilld.gitstore.sync import SyncState, save_state
+    from distilld.gitstore.sync_state import SyncState, save_state
 
     wait_for(lambda: daemon.status().get("state") == "idle", 20, "idle")
     save_state(open_store(daemon.store), SyncState(failures=5, retry_at=time.time() + 3600, last_error="offline"))

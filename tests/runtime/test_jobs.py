@@ -14,9 +14,10 @@ from builders import EM, healthy_store
 from distilld.engine.lock import StoreLock, default_owner
 from distilld.log import ActivityLog, StatusFile
 from distilld.policy import load_policy
-from distilld.runtime import jobs
-from distilld.runtime.jobs import JobEnv, Stopping, run_job
-from distilld.runtime.links import CompactLink, GitLink
+from distilld.runtime import job_runner, jobs
+from distilld.runtime.job_runner import run_job
+from distilld.runtime.jobs import JobEnv, Stopping
+from distilld.runtime.store_git import StoreGit
 from distilld.settings import load_settings
 
 LATER = datetime(2028, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -30,7 +31,7 @@ def env(tmp_path: Path) -> JobEnv:
     return JobEnv(settings=settings, policy=policy, store=store, owner=default_owner(),
                   status=StatusFile(tmp_path / "status.json", {}), activity=ActivityLog(tmp_path / "activity.log"),
                   stop=threading.Event(), lock_changed=threading.Event(),
-                  git=GitLink(store, settings, policy, lambda: LATER), compactor=CompactLink(),
+                  git=StoreGit(store, settings, policy, lambda: LATER),
                   clock=lambda: LATER)
 
 
@@ -106,7 +107,7 @@ def test_a_failing_pass_is_reported_and_the_next_runs(env: JobEnv, monkeypatch: 
     def boom(env: JobEnv, trigger: str) -> jobs.PassResult:
         raise RuntimeError("boom")
 
-    monkeypatch.setitem(jobs.JOB_FUNCTIONS, "compaction", boom)
+    monkeypatch.setitem(job_runner.JOB_FUNCTIONS, "compaction", boom)
     failed = run_job(env, "compaction", "schedule")
     assert not failed.ok
     assert "compaction failed: RuntimeError: boom" in activity(env)
@@ -133,8 +134,6 @@ def test_every_job_waits_for_a_store_that_does_not_exist_yet(env: JobEnv, tmp_pa
 
 
 def test_without_a_repository_commits_say_why(env: JobEnv) -> None:
-    if not env.git.available:
-        pytest.skip("this build has no git layer")
     result = run_job(env, "follow", "watch")
     assert result.ok
     assert "distilld init" in env.status.get("passes")["commit"]["summary"]

@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 from distilld.log import configure_logging
-from distilld.runtime import jobs
+from distilld.runtime import job_runner, jobs
 
 SECRET = "ghp_planted0123456789secretTOKEN"
 
@@ -25,7 +25,7 @@ def test_a_failing_pass_does_not_put_its_locals_in_the_json_log(tmp_path: Path, 
         try:
             failing_pass(None, "test")
         except RuntimeError:
-            jobs.log.exception("job.crashed", job="sync")  # what run_job does with a crashed pass
+            job_runner.log.exception("job.crashed", job="sync")  # what run_job does with a crashed pass
     finally:
         for handler in logging.getLogger().handlers:
             handler.flush()

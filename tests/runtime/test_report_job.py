@@ -12,8 +12,9 @@ from distilld.actions import status as status_action
 from distilld.engine.lock import default_owner
 from distilld.log import ActivityLog, StatusFile
 from distilld.policy import load_policy
-from distilld.runtime.jobs import JobEnv, run_job
-from distilld.runtime.links import CompactLink, GitLink
+from distilld.runtime.job_runner import run_job
+from distilld.runtime.jobs import JobEnv
+from distilld.runtime.store_git import StoreGit
 from distilld.runtime.scheduler import FIRST_REPORT_DELAY, Schedule, Worker
 from distilld.settings import ScheduleSettings, load_settings
 
@@ -28,7 +29,7 @@ def make_env(tmp_path: Path) -> JobEnv:
     return JobEnv(settings=settings, policy=policy, store=store, owner=default_owner(),
                   status=StatusFile(state / "status.json", {}), activity=ActivityLog(state / "activity.log"),
                   stop=threading.Event(), lock_changed=threading.Event(),
-                  git=GitLink(store, settings, policy, lambda: NOW), compactor=CompactLink(), clock=lambda: NOW)
+                  git=StoreGit(store, settings, policy, lambda: NOW), clock=lambda: NOW)
 
 
 def test_the_report_job_writes_the_report_into_the_state_folder(tmp_path: Path) -> None:

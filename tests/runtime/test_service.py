@@ -13,19 +13,16 @@ from pathlib import Path
 
 import pytest
 from distilld.cli import main
-from distilld.runtime.service import (
+from distilld.runtime.service import install, service_state, uninstall
+from distilld.runtime.service_paths import plist_path, unit_path
+from distilld.runtime.service_render import (
     PLIST_SCHEMA,
     ServiceError,
     check_plist,
-    install,
-    plist_path,
     render_launchd,
     render_systemd,
     run_arguments,
-    service_state,
     systemd_quote,
-    uninstall,
-    unit_path,
 )
 
 
@@ -62,7 +59,7 @@ def test_quoting_of_awkward_paths() -> None:
                     reason="systemd-analyze is not installed (.ci/run installs the systemd package)")
 @pytest.mark.parametrize("store", [None, "/tmp/a store with spaces/and 100%"])
 def test_systemd_analyze_verify_is_clean(tmp_path: Path, store: str | None) -> None:
-    from distilld.runtime.service import instance_unit
+    from distilld.runtime.service_paths import instance_unit
 
     unit = tmp_path / instance_unit(Path(store or "/srv/someone/.aura-distill"))
     unit.write_text(render_systemd(run_arguments(config=Path(store) / "c.toml" if store else None)))
@@ -130,7 +127,7 @@ def test_install_with_start_but_no_manager_says_so(capsys: pytest.CaptureFixture
 
 
 def test_launchd_install_and_uninstall(home: Path) -> None:
-    from distilld.runtime.service import launchd_label, resolve_store
+    from distilld.runtime.service_paths import launchd_label, resolve_store
 
     store = resolve_store(None)
     report = install("launchd", None, None)
@@ -168,7 +165,7 @@ def test_install_judges_only_distillds_unit_and_shows_other_units_warnings_as_no
 
 
 def test_a_problem_in_distillds_own_unit_still_fails_the_verification(tmp_path: Path) -> None:
-    from distilld.runtime.service import judge_verify
+    from distilld.runtime.service_checks import judge_verify
 
     unit = tmp_path / "distilld.service"
     verdict = judge_verify(f"{unit}:12: Unknown key name 'Bogus' in section 'Service', ignoring.\n"
@@ -179,7 +176,8 @@ def test_a_problem_in_distillds_own_unit_still_fails_the_verification(tmp_path: 
 
 def test_two_stores_get_two_services_and_status_lists_both(home: Path, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from distilld.runtime.service import dropin_path, installed_stores
+    from distilld.runtime.service import installed_stores
+    from distilld.runtime.service_paths import dropin_path
 
     first, second = tmp_path / "notes one", tmp_path / "notes-two"
     for store in (first, second):

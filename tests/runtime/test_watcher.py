@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 from distilld.runtime import watcher as watcher_module
-from distilld.runtime.watcher import Debouncer, StoreWatcher, classify, scan_shared
+from distilld.runtime.debounce import Debouncer
+from distilld.runtime.watch_paths import classify, scan_shared
+from distilld.runtime.watcher import StoreWatcher
 
 QUIET = 0.3
 

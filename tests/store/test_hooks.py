@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from distilld.store.hooks import ELLIPSIS, KEYWORDS, MARKER_TEXT_RE, Clause, short_entry, short_hook, split_clauses
+from distilld.store.hook_clauses import Clause, split_clauses
+from distilld.store.hooks import ELLIPSIS, KEYWORDS, MARKER_TEXT_RE, short_entry, short_hook
 from distilld.store.spine import Spine
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -8,7 +8,8 @@ from pathlib import Path
 from builders import FIXED_NOW, MARLIN_ENTRY, healthy_store
 from distilld.store.invariants import check_store
 from distilld.store.ledger import Ledger, merge_ledgers
-from distilld.store.merge import BytesFiles, Sides, has_conflict_markers, merge_stores, replay_lines
+from distilld.store.line_replay import replay_lines
+from distilld.store.merge import BytesFiles, Sides, has_conflict_markers, merge_stores
 from distilld.store.paths import sync_class
 from distilld.store.snapshot import snapshot_from_files, take_snapshot
 from distilld.store.text import sha256_hex, sha256_norm_hex

@@ -1,0 +1,60 @@
+"""Talking to the remote: fetch into the tracking ref, push without ever forcing, and how far
+the branch is ahead of and behind what was fetched."""
+
+from __future__ import annotations
+
+import pygit2
+
+from .auth import Credentials, StoreCallbacks
+from .errors import GitStoreError, RemoteError
+from .repo import StoreRepo
+from .trees import head_commit
+
+
+class PushRejected(RemoteError):
+    """The remote refused the push (it moved on meanwhile); fetch, integrate, and retry."""
+
+
+def fetch(store: StoreRepo, credentials: Credentials | None = None) -> None:
+    try:
+        remote = store.repo.remotes[store.remote]
+    except KeyError:
+        raise GitStoreError(f"{store.root}: no remote {store.remote!r}; run `distilld init --remote URL`") from None
+    refspec = f"+refs/heads/{store.branch}:{store.tracking_ref}"
+    try:
+        remote.fetch([refspec], callbacks=StoreCallbacks(credentials))
+    except (pygit2.GitError, OSError) as error:
+        raise RemoteError(f"fetch from {remote.url} failed: {error}") from None
+
+
+def push(store: StoreRepo, credentials: Credentials | None = None) -> None:
+    remote = store.repo.remotes[store.remote]
+    callbacks = StoreCallbacks(credentials)
+    spec = f"{store.branch_ref}:{store.branch_ref}"  # no leading '+': never a force-push
+    try:
+        remote.push([spec], callbacks=callbacks)
+    except (pygit2.GitError, OSError) as error:
+        text = str(error)
+        rejected = ("not present locally", "fast-forward", "fastforward", "fetch first")
+        if any(words in text for words in rejected):
+            raise PushRejected(f"push to {remote.url} rejected: {text}") from None
+        raise RemoteError(f"push to {remote.url} failed: {text}") from None
+    if callbacks.rejected:
+        raise PushRejected(f"push to {remote.url} rejected: {'; '.join(callbacks.rejected)}")
+
+
+def tracking_head(store: StoreRepo) -> pygit2.Oid | None:
+    ref = store.repo.references.get(store.tracking_ref)
+    target = ref.resolve().target if ref is not None else None
+    return target if isinstance(target, pygit2.Oid) else None
+
+
+def ahead_behind(store: StoreRepo) -> tuple[int, int]:
+    head = head_commit(store.repo)
+    theirs = tracking_head(store)
+    if head is None:
+        return (0, 1 if theirs else 0)
+    if theirs is None:
+        return (sum(1 for _ in store.repo.walk(head.id)), 0)
+    ahead, behind = store.repo.ahead_behind(head.id, theirs)
+    return int(ahead), int(behind)

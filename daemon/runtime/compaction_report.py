@@ -1,0 +1,51 @@
+"""What a compaction did, in plain words: one activity line per thing done, and a summary for
+status.json and the pass's commit message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..actions.compact import CompactReport
+
+
+@dataclass
+class CompactResult:
+    ok: bool
+    summary: str
+    lines: list[str] = field(default_factory=list)  # one activity line per thing done
+    changed: list[str] = field(default_factory=list)
+
+
+def describe_compaction(report: CompactReport) -> CompactResult:
+    """Plain words for a compaction report: one line per thing done, and a summary."""
+    lines: list[str] = []
+    plan, outcome, recovery = report.plan, report.outcome, report.recovery
+    if recovery is not None and recovery.journal is not None:
+        lines.append(f"finished an interrupted compaction ({len(recovery.written)} files written)")
+    written = [path for path, _ in (outcome.written if outcome else [])]
+    summary = "; ".join(report.notes) or "nothing to compact"
+    rolled_back = getattr(outcome, "rolled_back", None)
+    if rolled_back:  # the store is as it was (and any foreign edit kept): nothing was compacted
+        lines.append(f"compaction rolled back ({rolled_back})")
+        written = []
+    if plan is not None and plan.steps and outcome is not None and written:
+        (lines_before, bytes_before), (lines_after, bytes_after) = plan.spine_before, plan.spine_after
+        parts = []
+        if (lines_before, bytes_before) != (lines_after, bytes_after):
+            parts.append(f"SPINE.md {lines_before} -> {lines_after} lines, {bytes_before} -> {bytes_after} bytes")
+            lines.append(f"compacted SPINE.md: {lines_before} -> {lines_after} lines, {bytes_before} -> "
+                         f"{bytes_after} bytes ({len(plan.cut)} entries shortened, {len(plan.merged)} merged; "
+                         "each whole hook kept in its file's Index detail)")
+        for split in plan.splits:
+            lines.append(f"split {split.path} into {', '.join(split.children)} (over its caps)")
+        if plan.splits:
+            parts.append(f"{len(plan.splits)} files split")
+        summary = "; ".join(parts) or f"{len(written)} files rewritten"
+    for problem in [*getattr(plan, "unsplittable", []), *getattr(plan, "breaches", [])]:
+        lines.append(f"compaction could not fix: {problem}")
+    failed = [f.message for o in (outcome, recovery) if o is not None for f in o.self_check]
+    if failed:
+        lines.append(f"compaction self-check failed: {'; '.join(failed[:3])}")
+        summary = f"self-check failed: {failed[0]}"
+    changed = sorted(set(written) | {path for path, _ in (recovery.written if recovery else [])})
+    return CompactResult(bool(report.ok), summary, lines, changed)

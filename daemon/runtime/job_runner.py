@@ -1,0 +1,59 @@
+"""Run one of the daemon's jobs and report it: its result lands in status.json, a failure in the
+activity log, and a failing job never stops the next one."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ..engine.recovery import interrupted_passes
+from ..errors import DistilldError, LockHeld
+from ..log import get_logger, utc_stamp
+from .follow_job import follow, reconcile
+from .jobs import LOCK_RECHECK_SECONDS, JobEnv, PassResult, Stopping
+from .scheduled_jobs import compaction, lifecycle, report, sync
+
+log = get_logger("distilld.jobs")
+
+
+JOB_FUNCTIONS: dict[str, Callable[[JobEnv, str], PassResult]] = {
+    "follow": follow,
+    "reconcile": reconcile,
+    "sync": sync,
+    "compaction": compaction,
+    "lifecycle": lifecycle,
+    "report": report,
+}
+
+
+def run_job(env: JobEnv, job: str, trigger: str) -> PassResult:
+    """Run one job and report it; never raises (except on the way out of a shutdown)."""
+    started = time.monotonic()
+    env.status.update(state="running", current={"job": job, "trigger": trigger, "since": utc_stamp()})
+    try:
+        result = JOB_FUNCTIONS[job](env, trigger)
+    except Stopping:
+        result = PassResult(True, "interrupted by shutdown; the next start picks it up")
+    except LockHeld as held:  # a distiller started between our look and our lock: later
+        result = PassResult(True, f"waiting: {held}")
+        if env.schedule is not None:
+            env.schedule.once(job, LOCK_RECHECK_SECONDS, "lock-recheck")
+    except DistilldError as error:
+        result = PassResult(False, str(error))
+    except Exception as error:  # a bug in one pass must not stop the daemon
+        log.exception("job.crashed", job=job)
+        result = PassResult(False, f"{type(error).__name__}: {error}")
+    duration = round(time.monotonic() - started, 3)
+    outcome = result.details.get("outcome") or ("ok" if result.ok else "failed")
+    record = {"at": utc_stamp(), "ok": result.ok, "outcome": outcome, "summary": result.summary,
+              "trigger": trigger, "duration_seconds": duration}
+    env.status.merge("passes", job, record, flush=False)
+    if env.store.is_dir():
+        env.status.update(interrupted=interrupted_passes(env.store), flush=False)
+    if not result.ok:
+        env.activity.write(f"{job} failed: {result.summary}")
+        env.status.update(last_error={"at": utc_stamp(), "job": job, "message": result.summary}, flush=False)
+    waiting = env.status.get("waiting")
+    env.status.update(state="waiting" if waiting else "idle", current=None)
+    log.info("job.done", job=job, trigger=trigger, ok=result.ok, summary=result.summary, seconds=duration)
+    return result
