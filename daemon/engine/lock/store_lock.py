@@ -12,9 +12,10 @@ A StoreLock is not thread-safe: use one per thread of control.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,24 +123,15 @@ class StoreLock:
         """
         at_checkpoint = checkpoint(step, signals)
         self._check_named_owner(missing="lock not held", other="held by")
-        try:
-            with self._mutex.held():
-                if not self._file.is_ours():
-                    self._file.forget()
-                    raise LockLost(
-                        f"{self.lock_path}: lock lost: taken over or changed since our last "
-                        "heartbeat; stop writing and acquire again"
-                    )
-                now = int(self._clock())
-                self._file.replace(now)
-                if at_checkpoint is not None:
-                    # Inside the mutex after the re-check: a lost owner never writes its checkpoint.
-                    self._status.running(now, at_checkpoint)
-        except MutexBusy:
-            raise LockLost(
-                f"{self._mutex.path}: lock contended (mutex busy for "
-                f"{self.takeover_wait_seconds}s); treat the lock as lost"
-            ) from None
+        with self._while_ours(
+            changed="lock lost: taken over or changed since our last heartbeat; stop writing and acquire again",
+            contended=f"lock contended (mutex busy for {self.takeover_wait_seconds}s); treat the lock as lost",
+        ):
+            now = int(self._clock())
+            self._file.replace(now)
+            if at_checkpoint is not None:
+                # Inside the mutex after the re-check: a lost owner never writes its checkpoint.
+                self._status.running(now, at_checkpoint)
 
     def release(self) -> None:
         """Give the lock back and set `.status` to `idle`.
@@ -149,28 +141,32 @@ class StoreLock:
         """
         self._check_named_owner(missing="not held", other="not owner: held by")
         status_error: OSError | None = None
+        with self._while_ours(
+            changed="not owner: lock changed during release; nothing was released",
+            contended=f"not owner: lock contended during release (mutex busy for "
+                      f"{self.takeover_wait_seconds}s); nothing was released",
+        ):
+            # `idle` goes first, while `.lock` is still ours: written after the unlink, it
+            # could overwrite the `running` of whoever takes the free lock next.
+            try:
+                self._status.idle(int(self._clock()))
+            except OSError as error:
+                status_error = error
+            self._file.remove()
+        if status_error is not None:
+            raise io_error(self._status.path, "write idle (the lock was released)", status_error)
+
+    @contextlib.contextmanager
+    def _while_ours(self, *, changed: str, contended: str) -> Iterator[None]:
+        """Hold the mutex while `.lock` is exactly our line; else LockLost, having changed nothing."""
         try:
             with self._mutex.held():
                 if not self._file.is_ours():
                     self._file.forget()
-                    raise LockLost(
-                        f"{self.lock_path}: not owner: lock changed during release; "
-                        "nothing was released"
-                    )
-                # `idle` goes first, while `.lock` is still ours: written after the unlink, it
-                # could overwrite the `running` of whoever takes the free lock next.
-                try:
-                    self._status.idle(int(self._clock()))
-                except OSError as error:
-                    status_error = error
-                self._file.remove()
+                    raise LockLost(f"{self.lock_path}: {changed}")
+                yield
         except MutexBusy:
-            raise LockLost(
-                f"{self._mutex.path}: not owner: lock contended during release "
-                f"(mutex busy for {self.takeover_wait_seconds}s); nothing was released"
-            ) from None
-        if status_error is not None:
-            raise io_error(self._status.path, "write idle (the lock was released)", status_error)
+            raise LockLost(f"{self._mutex.path}: {contended}") from None
 
     def _tell_takeover(self, taken: AcquireResult) -> None:
         # Read at call time: the command line sets it on the package (`lock.takeover_hook = ...`).
