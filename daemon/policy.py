@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import PolicyError
+from .errors import LockUsageError, PolicyError
 from .store.caps import Caps
 from .store.paths import TIERS
 
@@ -98,10 +98,29 @@ class LifecyclePolicy:
 
 
 @dataclass(frozen=True)
-class LockPolicy:
-    stale_seconds: int = 300
-    poll_seconds: float = 2
-    takeover_wait_seconds: float = 10
+class LockTimings:
+    """The [lock] table: the store lock's timings in seconds (STORE-FORMAT.md 2.2). These defaults
+    are the one place the numbers live; engine/lock takes them from here."""
+
+    stale_seconds: int = 300  # a .lock older than this may be taken over
+    poll_seconds: float = 2  # acquire(wait) looks at a held lock again this often
+    takeover_wait_seconds: float = 10  # longest wait for the .lock.takeover mutex
+    mutex_poll_seconds: float = 0.05  # how often that wait tries the mutex (the script's 50 ms)
+    # A daemon job waiting for a held lock looks again after 5 polls, or this long if sooner: the
+    # watcher normally wakes it as soon as the lock is released.
+    waiting_recheck_seconds: float = 10
+
+    def __post_init__(self) -> None:
+        # The lock's usage errors: code builds these directly too, not only from a policy file.
+        if not self.stale_seconds > 0:
+            raise LockUsageError(f"stale_seconds must be positive (got {self.stale_seconds!r})")
+        if not self.poll_seconds > 0:
+            raise LockUsageError(f"poll_seconds must be positive (got {self.poll_seconds!r})")
+        if not self.takeover_wait_seconds >= 0:  # 0: try the mutex once
+            raise LockUsageError(f"takeover_wait_seconds must be >= 0 (got {self.takeover_wait_seconds!r})")
+        for name in ("mutex_poll_seconds", "waiting_recheck_seconds"):
+            if not getattr(self, name) > 0:
+                raise LockUsageError(f"{name} must be positive (got {getattr(self, name)!r})")
 
 
 @dataclass(frozen=True)
@@ -109,7 +128,7 @@ class Policy:
     spine: SpinePolicy = SpinePolicy()
     tier_file: TierFilePolicy = TierFilePolicy()
     lifecycle: LifecyclePolicy = LifecyclePolicy()
-    lock: LockPolicy = LockPolicy()
+    lock: LockTimings = LockTimings()
 
     @property
     def caps(self) -> Caps:

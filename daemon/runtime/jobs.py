@@ -107,7 +107,8 @@ class JobEnv:
             except LockHeld as held:
                 self.note_waiting(LockState(LockStateKind.HELD, held.owner or "(contended)", held.age), job)
                 # Woken by the watcher when .lock changes; the timeout is the fallback look.
-                deadline = time.monotonic() + min(self.policy.lock.poll_seconds * 5, 10.0)
+                timings = self.policy.lock
+                deadline = time.monotonic() + min(timings.poll_seconds * 5, timings.waiting_recheck_seconds)
                 while time.monotonic() < deadline and not self.stop.is_set():
                     if self.lock_changed.wait(0.5):
                         break

@@ -1,4 +1,4 @@
-"""Benchmark the store lock (engine/lock.py): what one heartbeat and one acquire+release cost.
+"""Benchmark the store lock (engine/lock/): what one heartbeat and one acquire+release cost.
 
 Not a pytest test (nothing here is collected): run it by hand.
 

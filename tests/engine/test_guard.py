@@ -1,5 +1,5 @@
 """The checks before every write pass (engine/guard.py) and the lock of a dead distilld
-(engine/lock.py): stores in tmp_path, the real CLI in child processes where a kill is involved."""
+(engine/lock/liveness.py): stores in tmp_path, the real CLI in child processes where a kill is involved."""
 
 from __future__ import annotations
 

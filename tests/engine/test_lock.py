@@ -1,4 +1,4 @@
-"""The store lock (engine/lock.py) against STORE-FORMAT.md 2.2, on real files and processes."""
+"""The store lock (engine/lock/) against STORE-FORMAT.md 2.2, on real files and processes."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from distilld.engine.lock import (
     read_lock,
 )
 from distilld.errors import DistilldError, LockHeld, LockIOError, LockLost, LockUsageError
-from distilld.policy import LockPolicy
+from distilld.policy import LockTimings
 
 T0 = 1_795_991_190  # 2026-11-29T22:26:30Z, the example line of STORE-FORMAT.md 2.2
 ISO0 = "2026-11-29T22:26:30Z"
@@ -443,7 +443,7 @@ def test_iso_format_is_utc_seconds() -> None:
 
 
 def test_from_policy_uses_the_policy_numbers(store: Path) -> None:
-    lock = StoreLock.from_policy(store, "alpha", LockPolicy(stale_seconds=60, poll_seconds=0.5))
+    lock = StoreLock.from_policy(store, "alpha", LockTimings(stale_seconds=60, poll_seconds=0.5))
     assert (lock.stale_seconds, lock.poll_seconds, lock.takeover_wait_seconds) == (60, 0.5, 10)
 
 

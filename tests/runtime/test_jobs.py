@@ -4,6 +4,7 @@ budget breaches reported at once, and a failing pass reported without stopping t
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from datetime import UTC, datetime
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from builders import EM, healthy_store
-from distilld.engine.lock import StoreLock, default_owner
+from distilld.engine.lock import AcquireResult, StoreLock, default_owner
 from distilld.log import ActivityLog, StatusFile
-from distilld.policy import load_policy
+from distilld.policy import LockTimings, load_policy
 from distilld.runtime import job_runner, jobs
 from distilld.runtime.job_runner import run_job
 from distilld.runtime.jobs import JobEnv, Stopping
@@ -64,6 +65,34 @@ def test_a_blocking_wait_ends_on_stop(env: JobEnv) -> None:
         env.take_lock("compaction")
     assert time.monotonic() - started < 15
     assert "waiting: lock held by alpha" in activity(env)
+    distiller.release()
+
+
+def test_a_waiting_job_looks_again_as_often_as_the_policy_says(env: JobEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The watcher stays silent here, so only the policy's waiting_recheck_seconds brings the next
+    # look (5 polls would be 5 minutes): five looks come within seconds, not 40 s.
+    env.policy = dataclasses.replace(env.policy, lock=LockTimings(poll_seconds=60, waiting_recheck_seconds=0.05))
+    distiller = StoreLock(env.store, "alpha")
+    distiller.acquire()
+    looks: list[float] = []
+    real_acquire = StoreLock.acquire
+
+    def look(self: StoreLock, wait: float = 0) -> AcquireResult:
+        looks.append(time.monotonic())
+        if len(looks) == 5:
+            env.stop.set()
+        return real_acquire(self, wait)
+
+    monkeypatch.setattr(StoreLock, "acquire", look)
+    give_up = threading.Timer(25, env.stop.set)  # a generous bound, and the test still ends
+    give_up.start()
+    try:
+        with pytest.raises(Stopping):
+            env.take_lock("compaction")
+    finally:
+        give_up.cancel()
+    monkeypatch.undo()
+    assert len(looks) >= 5
     distiller.release()
 
 
