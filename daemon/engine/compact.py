@@ -294,7 +294,7 @@ def refuse_unless_lossless(ctx: PassContext, plan: CompactPlan, before: Snapshot
     anything (C4) is refused, and nothing is written."""
     files = dict(plan.files)
     files[CATALOG] = encode(render_catalog(planned_snapshot(before, files), ctx.now()))
-    known = {(f.code, f.message) for f in check_store(before, ctx.caps) if f.severity == "fail"}
+    known = {(f.code, f.message) for f in check_store(before, ctx.limits) if f.severity == "fail"}
     new, _ = ctx.split_failures(planned_snapshot(before, files), before)
     new = [f for f in new if (f.code, f.message) not in known]
     if new:

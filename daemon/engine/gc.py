@@ -313,8 +313,8 @@ def revert_gc(ctx: PassContext, manifest: Manifest) -> GcOutcome:
 
 
 def _entry_for(ctx: PassContext, move: ManifestMove) -> tuple[str, str]:
-    return entry_within_cap(move.spine_entry, move.source, False, ctx.caps.entry_max_bytes,
-                            ctx.entry_target_bytes)
+    return entry_within_cap(move.spine_entry, move.source, False, ctx.limits.spine.entry_max_bytes,
+                            ctx.limits.spine.entry_target_bytes)
 
 
 def _check_room_for_revert(ctx: PassContext, manifest: Manifest) -> None:
@@ -322,7 +322,7 @@ def _check_room_for_revert(ctx: PassContext, manifest: Manifest) -> None:
     pending = [m for m in reversed(manifest.moves) if m.done and not (m.abandoned or m.reverted) and m.spine_entry]
     spine = Spine((ctx.root / SPINE).read_bytes())
     problem = room_problem(spine, [(_entry_for(ctx, m)[0], m.source) for m in pending],
-                           ctx.caps.spine_max_lines, ctx.caps.spine_max_bytes, ctx.caps.entry_max_bytes)
+                           ctx.limits.spine.max_lines, ctx.limits.spine.max_bytes, ctx.limits.spine.entry_max_bytes)
     if problem:
         raise GcRefused(f"cannot revert {manifest.name}: {problem}. Nothing was changed.")
 
@@ -338,5 +338,5 @@ def _readd_spine_entry(ctx: PassContext, move: ManifestMove) -> None:
         today = ctx.now().date().isoformat()
         if detail not in source.read_bytes().decode("utf-8", "surrogateescape"):
             fs.atomic_write(source, append_index_detail(source.read_bytes(), detail, today))
-    added = add_entry(spine, entry, move.source, ctx.caps.entry_max_bytes)
+    added = add_entry(spine, entry, move.source, ctx.limits.spine.entry_max_bytes)
     fs.atomic_write(spine_path, added.encode("utf-8", "surrogateescape"))

@@ -18,6 +18,7 @@ from ..store.catalog import render_catalog
 from ..store.findings import Finding
 from ..store.hooks import entry_within_cap
 from ..store.ledger import restore_event
+from ..store.limits import Limits
 from ..store.local import RESTORE_JOURNALS_DIR
 from ..store.paths import (
     CATALOG,
@@ -113,8 +114,10 @@ def _family(snapshot: Snapshot, archived: str) -> list[str]:
     return sorted(members, key=lambda p: (bool(snapshot.knowledge(p).split_from), p))
 
 
-def plan_restore(snapshot: Snapshot, given: str, entry_cap: int, entry_target: int,
-                 spine_max_lines: int, spine_max_bytes: int) -> list[RestoreMember]:
+def plan_restore(snapshot: Snapshot, given: str, limits: Limits) -> list[RestoreMember]:
+    spine_limits = limits.spine
+    entry_cap, entry_target = spine_limits.entry_max_bytes, spine_limits.entry_target_bytes
+    spine_max_lines, spine_max_bytes = spine_limits.max_lines, spine_limits.max_bytes
     path = given
     unsafe = unsafe_name_reason(path)
     if unsafe:
@@ -235,7 +238,7 @@ def _restore_member(ctx: PassContext, journal: RestoreJournal, member: RestoreMe
     if "spine" not in member.steps:
         spine = Spine(_read(root / SPINE))
         if member.spine_entry and find_entry(spine, member.path) is None:
-            added = add_entry(spine, member.spine_entry, member.path, ctx.caps.entry_max_bytes)
+            added = add_entry(spine, member.spine_entry, member.path, ctx.limits.spine.entry_max_bytes)
             fs.atomic_write(root / SPINE, encode(added))
             ctx.heartbeat()
         crashpoint("spine-edited")

@@ -120,7 +120,7 @@ class JobEnv:
             except LockHeld as held:
                 self.note_waiting(LockState(LockStateKind.HELD, held.owner or "(contended)", held.age), job)
                 # Woken by the watcher when .lock changes; the timeout is the fallback look.
-                deadline = time.monotonic() + min(self.policy.lock.poll_seconds * 5, 10.0)
+                deadline = time.monotonic() + min(self.policy.lock.poll_seconds * 5, self.policy.lock.wait_recheck_seconds)
                 while time.monotonic() < deadline and not self.stop.is_set():
                     if self.lock_changed.wait(0.5):
                         break
@@ -180,10 +180,10 @@ def _plural(count: int, word: str) -> str:
 def _budget_status(report: BudgetReport) -> tuple[dict[str, Any], dict[str, str]]:
     limits = report.limits
     status = {
-        "spine_lines": {"value": report.spine_lines, "cap": limits.spine_max_lines,
-                        "margin": limits.spine_max_lines - report.spine_lines},
-        "spine_bytes": {"value": report.spine_bytes, "cap": limits.spine_max_bytes,
-                        "margin": limits.spine_max_bytes - report.spine_bytes},
+        "spine_lines": {"value": report.spine_lines, "cap": limits.spine.max_lines,
+                        "margin": limits.spine.max_lines - report.spine_lines},
+        "spine_bytes": {"value": report.spine_bytes, "cap": limits.spine.max_bytes,
+                        "margin": limits.spine.max_bytes - report.spine_bytes},
         "entries_over": len(report.entries_over),
         "files_over": len(report.files_over),
         "stale_projects": len(report.stale_projects),
@@ -191,16 +191,16 @@ def _budget_status(report: BudgetReport) -> tuple[dict[str, Any], dict[str, str]
         "debt": report.debt,
     }
     breaches: dict[str, str] = {}
-    if report.spine_lines > limits.spine_max_lines:
-        breaches["spine-lines"] = f"SPINE.md has {report.spine_lines} lines (cap {limits.spine_max_lines})"
-    if report.spine_bytes > limits.spine_max_bytes:
-        breaches["spine-bytes"] = f"SPINE.md is {report.spine_bytes} bytes (cap {limits.spine_max_bytes})"
+    if report.spine_lines > limits.spine.max_lines:
+        breaches["spine-lines"] = f"SPINE.md has {report.spine_lines} lines (cap {limits.spine.max_lines})"
+    if report.spine_bytes > limits.spine.max_bytes:
+        breaches["spine-bytes"] = f"SPINE.md is {report.spine_bytes} bytes (cap {limits.spine.max_bytes})"
     for entry in report.entries_over:
         breaches[f"entry:{entry.start}"] = (f"SPINE entry at line {entry.line} is {entry.bytes} bytes "
-                                           f"(cap {limits.entry_max_bytes})")
+                                           f"(cap {limits.spine.entry_max_bytes})")
     for over in report.files_over:
         breaches[f"file:{over.path}"] = (f"{over.path} is {over.lines} lines, {over.bytes} bytes "
-                                         f"(caps {limits.file_max_lines} lines, {limits.file_max_bytes} bytes)")
+                                         f"(caps {limits.tier_file.max_lines} lines, {limits.tier_file.max_bytes} bytes)")
     status["breaches"] = len(breaches)
     return status, breaches
 

@@ -11,7 +11,6 @@ from builders import EM, StoreBuilder, healthy_store
 from distilld.actions.health import build_report
 from distilld.actions.health_render import render_text
 from distilld.policy import load_policy
-from distilld.store.budget import BudgetLimits
 from distilld.store.health import archive_and_ledger, index_cost, lifecycle, links, tier_files
 from distilld.store.health_blocks import body_blocks
 from distilld.store.health_model import HealthReport
@@ -27,7 +26,7 @@ from storeb import (
     build_store_b_with_history,
 )
 
-LIMITS = BudgetLimits()
+LIMITS = load_policy().limits
 
 
 @pytest.fixture(scope="module")
