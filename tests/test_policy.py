@@ -42,9 +42,10 @@ def test_default_toml_is_the_one_place_the_default_numbers_live() -> None:
         assert all(f.default is MISSING and f.default_factory is MISSING for f in fields(model)), model
     # default.toml names every key of every table, so nothing falls back to code.
     data = tomllib.loads(DEFAULT_TOML.read_text("utf-8"))
-    for table, model in (("spine", SpineLimits), ("tier_file", TierFileLimits), ("lifecycle", LifecycleLimits),
-                         ("lock", LockPolicy)):
-        assert set(data[table]) == {f.name for f in fields(model)}, table
+    tables: dict[str, type[object]] = {"spine": SpineLimits, "tier_file": TierFileLimits,
+                                       "lifecycle": LifecycleLimits, "lock": LockPolicy}
+    for table, of in tables.items():
+        assert set(data[table]) == {f.name for f in fields(of)}, table  # type: ignore[arg-type]
     # The lock table's defaults are also written in LockPolicy: they must agree with the file.
     assert LockPolicy() == load_policy().lock
 
