@@ -28,7 +28,7 @@ from .tierfile import KnowledgeFile, parse_inline_list
 SHORT_ENTRY_BYTES = 240
 NO_SPINE = "the store has no SPINE.md"
 ENTRY_HOW = ("entries are `- [` lines of SPINE.md with their wrapped continuation lines, joined as the "
-             "400-byte cap measures them; the catalog line is not counted")
+             "{cap}-byte cap measures them; the catalog line is not counted")
 
 
 def index_entries(spine: Spine) -> list[SpineEntry]:
@@ -62,13 +62,14 @@ def index_cost(snapshot: Snapshot, limits: Limits, helpers: int) -> Section:
                       f"SPINE.md bytes / {limits.spine.max_bytes:,}", "x"))
     section.add(known("spine_lines", "SPINE.md lines", spine.line_count,
                       f"lines, CR ignored, a last line without a newline counted (cap {limits.spine.max_lines})"))
-    section.add(known("entries", "index entries", len(sizes), ENTRY_HOW))
+    entry_how = ENTRY_HOW.format(cap=limits.spine.entry_max_bytes)
+    section.add(known("entries", "index entries", len(sizes), entry_how))
     section.add(known("links", "links in the index", len(index_links(spine)),
                       "unique `](….md)` targets on entry lines (C2's extraction), CATALOG.md not counted"))
     section.add(maybe("entry_median_bytes", "median entry", median_of(sizes),
-                      ENTRY_HOW, "the index has no entries", "B"))
+                      entry_how, "the index has no entries", "B"))
     section.add(maybe("entry_longest_bytes", "longest entry", max(sizes) if sizes else None,
-                      ENTRY_HOW, "the index has no entries", "B"))
+                      entry_how, "the index has no entries", "B"))
     section.add(known("entries_over_cap", f"entries over {limits.spine.entry_max_bytes} B",
                       sum(1 for size in sizes if size > limits.spine.entry_max_bytes),
                       f"entries whose joined bytes exceed {limits.spine.entry_max_bytes}"))

@@ -13,7 +13,7 @@ import pytest
 from builders import EM, healthy_store
 from distilld.engine.lock import StoreLock, default_owner
 from distilld.log import ActivityLog, StatusFile
-from distilld.policy import load_policy
+from distilld.policy import load_policy, parse_policy
 from distilld.runtime import jobs
 from distilld.runtime.jobs import JobEnv, Stopping, run_job
 from distilld.runtime.links import CompactLink, GitLink
@@ -64,6 +64,20 @@ def test_a_blocking_wait_ends_on_stop(env: JobEnv) -> None:
     assert time.monotonic() - started < 15
     assert "waiting: lock held by alpha" in activity(env)
     distiller.release()
+
+
+def test_a_wait_for_a_held_lock_looks_again_as_often_as_the_policy_says(env: JobEnv) -> None:
+    # No watcher wakes this wait: only the policy's wait_recheck_seconds brings the next look
+    # (poll_seconds * 5 would be 500 s, and the number once written in the code 10 s).
+    env.policy = parse_policy("[lock]\npoll_seconds = 100\nwait_recheck_seconds = 0.2\n", "test.toml")
+    distiller = StoreLock(env.store, "alpha")
+    distiller.acquire()
+    threading.Timer(0.3, distiller.release).start()
+    started = time.monotonic()
+    held = env.take_lock("compaction")
+    assert time.monotonic() - started < 8
+    assert (env.store / ".lock").read_text().startswith(default_owner() + " ")
+    held.release()
 
 
 def test_a_stale_lock_is_taken_over_and_the_takeover_logged(env: JobEnv) -> None:
