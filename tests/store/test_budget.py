@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from builders import EM, FIXED_NOW, StoreBuilder, healthy_store
 
-from distilld.actions.budget import run_budget
+from distilld.actions.budget import render_json, run_budget
 from distilld.cli import main
 from distilld.policy import load_policy
 from distilld.store.budget import measure_budget
@@ -229,3 +229,11 @@ def test_budget_never_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
         assert "debt: " in out
     assert snapshot_of_disk(root) == before
     assert not (root / "CATALOG.md").exists()
+
+
+def test_the_json_names_the_limits_as_it_always_has(tmp_path: Path) -> None:
+    healthy_store(tmp_path)
+    data = json.loads(render_json(run_budget(tmp_path, load_policy(), TODAY)))
+    assert data["limits"] == {"spine_max_lines": 80, "spine_max_bytes": 16000, "entry_max_bytes": 400,
+                              "spine_compact_lines": 60, "spine_compact_bytes": 12000, "file_max_lines": 60,
+                              "file_max_bytes": 6000, "staleness_days": 90, "candidate_dirs": ["projects"]}
