@@ -1,11 +1,14 @@
 """Policy files (policies/*.toml) -> a validated Policy.
 
 A policy holds the numbers the design fixes: caps, compaction targets, lifecycle rules and
-lock timings. Unknown keys and bad values are refused with one line naming the key.
+lock timings. Unknown keys and bad values are refused with one line naming the key. A file
+sets what it changes: every other key keeps the value of the shipped default.toml, the only
+place a default number is written (``Policy.limits`` carries them to every check and planner).
 
 The models are frozen dataclasses checked by a few lines of code rather than pydantic models:
 every command loads a policy, and importing pydantic for four tables of numbers was most of a
-short command's start-up.
+short command's start-up. The limits' tables are store/limits.py's models, so that the store's
+own checks take them without importing this module.
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from .errors import LockUsageError, PolicyError
-from .store.caps import Caps
+from .store.limits import LifecycleLimits, Limits, SpineLimits, TierFileLimits
 from .store.paths import TIERS
 
 
@@ -51,50 +56,37 @@ def _names(key: str, value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _not_above(section: str, low: str, high: str, values: Any) -> None:
+def _whole_numbers(key: str, value: object) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+        raise _Invalid(key, f"must be a list of whole numbers (got {value!r})")
+    return tuple(value)
+
+
+def _not_above(table: str, low: str, high: str, values: Any) -> None:
     if getattr(values, low) > getattr(values, high):
-        raise _Invalid(f"{section}.{low}", f"must not exceed {high} ({getattr(values, high)})")
+        raise _Invalid(f"{table}.{low}", f"must not exceed {high} ({getattr(values, high)})")
 
 
-@dataclass(frozen=True)
-class SpinePolicy:
-    max_lines: int = 80
-    max_bytes: int = 16000
-    entry_max_bytes: int = 400
-    compact_at_lines: int = 60
-    compact_at_bytes: int = 12000
-    entry_target_bytes: int = 200
-    migrate_max_lines: int = 75  # a migration aims at or under these (and the caps): room to grow
-    migrate_max_bytes: int = 15000
-
-    def __post_init__(self) -> None:
-        _not_above("spine", "compact_at_lines", "max_lines", self)
-        _not_above("spine", "compact_at_bytes", "max_bytes", self)
-        _not_above("spine", "entry_target_bytes", "entry_max_bytes", self)
+def _check_spine(spine: SpineLimits) -> None:
+    _not_above("spine", "compact_at_lines", "max_lines", spine)
+    _not_above("spine", "compact_at_bytes", "max_bytes", spine)
+    _not_above("spine", "entry_target_bytes", "entry_max_bytes", spine)
+    floors = spine.hook_floors
+    if not floors or min(floors) < 0 or any(high <= low for high, low in pairwise(floors)):
+        raise _Invalid("spine.hook_floors", f"must be one or more whole numbers of 0 or more, each below "
+                                            f"the one before (got {list(floors)!r})")
 
 
-@dataclass(frozen=True)
-class TierFilePolicy:
-    max_lines: int = 60
-    max_bytes: int = 6000
-    compact_at_lines: int = 45
-    compact_at_bytes: int = 4500
-
-    def __post_init__(self) -> None:
-        _not_above("tier_file", "compact_at_lines", "max_lines", self)
-        _not_above("tier_file", "compact_at_bytes", "max_bytes", self)
+def _check_tier_file(tier_file: TierFileLimits) -> None:
+    _not_above("tier_file", "compact_at_lines", "max_lines", tier_file)
+    _not_above("tier_file", "compact_at_bytes", "max_bytes", tier_file)
 
 
-@dataclass(frozen=True)
-class LifecyclePolicy:
-    staleness_threshold_days: int = 90
-    candidate_dirs: tuple[str, ...] = ("projects",)
-
-    def __post_init__(self) -> None:
-        unknown = [d for d in self.candidate_dirs if d not in TIERS]
-        if unknown:
-            raise _Invalid("lifecycle.candidate_dirs",
-                           f"not a tier directory: {', '.join(unknown)} (tiers: {', '.join(TIERS)})")
+def _check_lifecycle(lifecycle: LifecycleLimits) -> None:
+    unknown = [d for d in lifecycle.candidate_dirs if d not in TIERS]
+    if unknown:
+        raise _Invalid("lifecycle.candidate_dirs",
+                       f"not a tier directory: {', '.join(unknown)} (tiers: {', '.join(TIERS)})")
 
 
 @dataclass(frozen=True)
@@ -125,29 +117,19 @@ class LockTimings:
 
 @dataclass(frozen=True)
 class Policy:
-    spine: SpinePolicy = SpinePolicy()
-    tier_file: TierFilePolicy = TierFilePolicy()
-    lifecycle: LifecyclePolicy = LifecyclePolicy()
+    limits: Limits  # every check, budget and planner works to these
     lock: LockTimings = LockTimings()
 
-    @property
-    def caps(self) -> Caps:
-        return Caps(
-            spine_max_lines=self.spine.max_lines,
-            spine_max_bytes=self.spine.max_bytes,
-            entry_max_bytes=self.spine.entry_max_bytes,
-            file_max_lines=self.tier_file.max_lines,
-            file_max_bytes=self.tier_file.max_bytes,
-        )
 
-
+# The policy file's tables, and the model each one is read into.
+_TABLES: dict[str, type[Any]] = {
+    "spine": SpineLimits, "tier_file": TierFileLimits, "lifecycle": LifecycleLimits, "lock": LockTimings}
 # How each key's value is checked, by its declared type.
-_CHECKS = {"int": _positive_int, "float": _positive_number, "tuple[str, ...]": _names}
+_CHECKS = {"int": _positive_int, "float": _positive_number, "tuple[str, ...]": _names,
+           "tuple[int, ...]": _whole_numbers}
 
 
-def _section(name: str, model: type[Any], data: object) -> Any:
-    if not isinstance(data, dict):
-        raise _Invalid(name, f"must be a table (got {data!r})")
+def _section(name: str, model: type[Any], data: dict[str, Any]) -> Any:
     declared = {f.name: str(f.type) for f in dataclasses.fields(model)}
     for key in data:
         if key not in declared:
@@ -155,13 +137,33 @@ def _section(name: str, model: type[Any], data: object) -> Any:
     return model(**{key: _CHECKS[declared[key]](f"{name}.{key}", value) for key, value in data.items()})
 
 
+@cache
+def _default_data() -> dict[str, Any]:
+    """The shipped default.toml, parsed: the one place every default number is written."""
+    text = resources.files("distilld.policies").joinpath("default.toml").read_text("utf-8")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise PolicyError(f"policy file default.toml (shipped with distilld): not valid TOML: {error}; "
+                          f"reinstall distilld") from None
+
+
 def policy_from_data(data: dict[str, Any]) -> Policy:
-    """A Policy from parsed TOML; raises ValueError naming the first bad key."""
-    sections = {f.name: f.default.__class__ for f in dataclasses.fields(Policy)}
-    for name in data:
-        if name not in sections:
+    """A Policy from parsed TOML, each table over the shipped default's; raises ValueError naming
+    the first bad key."""
+    for name, table in data.items():
+        if name not in _TABLES:
             raise _Invalid(name, "unknown key")
-    return Policy(**{name: _section(name, sections[name], value) for name, value in data.items()})
+        if not isinstance(table, dict):
+            raise _Invalid(name, f"must be a table (got {table!r})")
+    defaults = _default_data()
+    tables = {name: _section(name, model, {**defaults.get(name, {}), **data.get(name, {})})
+              for name, model in _TABLES.items()}
+    limits = Limits(tables["spine"], tables["tier_file"], tables["lifecycle"])
+    _check_spine(limits.spine)
+    _check_tier_file(limits.tier_file)
+    _check_lifecycle(limits.lifecycle)
+    return Policy(limits, tables["lock"])
 
 
 def parse_policy(text: str, source: str) -> Policy:
@@ -178,8 +180,7 @@ def parse_policy(text: str, source: str) -> Policy:
 def load_policy(path: Path | str | None = None) -> Policy:
     """Load a policy file, or the shipped default.toml when ``path`` is None."""
     if path is None:
-        text = resources.files("distilld.policies").joinpath("default.toml").read_text("utf-8")
-        return parse_policy(text, "default.toml")
+        return parse_policy("", "default.toml")
     location = Path(path).expanduser()
     try:
         text = location.read_text("utf-8")

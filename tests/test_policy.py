@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tomllib
+from dataclasses import MISSING, fields
 from pathlib import Path
 
 import pytest
@@ -9,34 +11,51 @@ from builders import healthy_store
 
 from distilld.cli import main
 from distilld.errors import PolicyError
-from distilld.policy import load_policy, parse_policy
-from distilld.store.caps import Caps
+from distilld.policy import LockTimings, load_policy, parse_policy
+from distilld.store.limits import LifecycleLimits, Limits, SpineLimits, TierFileLimits
+
+DEFAULT_TOML = Path(__file__).resolve().parents[1] / "policies" / "default.toml"
 
 
 def test_default_policy_has_the_design_numbers() -> None:
-    policy = load_policy()
+    limits = load_policy().limits
+    spine, tier_file, lifecycle = limits.spine, limits.tier_file, limits.lifecycle
     assert (
-        policy.spine.max_lines, policy.spine.max_bytes, policy.spine.entry_max_bytes,
-        policy.spine.compact_at_lines, policy.spine.compact_at_bytes, policy.spine.entry_target_bytes,
-        policy.tier_file.max_lines, policy.tier_file.max_bytes,
-        policy.tier_file.compact_at_lines, policy.tier_file.compact_at_bytes,
-        policy.lifecycle.staleness_threshold_days, policy.lock.stale_seconds,
+        spine.max_lines, spine.max_bytes, spine.entry_max_bytes,
+        spine.compact_at_lines, spine.compact_at_bytes, spine.entry_target_bytes,
+        tier_file.max_lines, tier_file.max_bytes,
+        tier_file.compact_at_lines, tier_file.compact_at_bytes,
+        lifecycle.staleness_threshold_days, load_policy().lock.stale_seconds,
     ) == (80, 16000, 400, 60, 12000, 200, 60, 6000, 45, 4500, 90, 300)
-    assert policy.lifecycle.candidate_dirs == ("projects",)
-    assert policy.caps == Caps(spine_max_lines=80, spine_max_bytes=16000, entry_max_bytes=400,
-                               file_max_lines=60, file_max_bytes=6000)
+    assert lifecycle.candidate_dirs == ("projects",)
+    assert (spine.migrate_max_lines, spine.migrate_max_bytes) == (75, 15000)
+    assert spine.hook_floors == (80, 60, 45, 30, 15, 0) and spine.hook_floor == 80
 
 
 def test_default_file_equals_the_built_in_defaults() -> None:
     assert load_policy() == parse_policy("", "empty.toml")
 
 
+def test_default_toml_is_the_one_place_the_default_numbers_live() -> None:
+    # The limits have no defaults of their own: every number comes from a policy.
+    for model in (Limits, SpineLimits, TierFileLimits, LifecycleLimits):
+        assert all(f.default is MISSING and f.default_factory is MISSING for f in fields(model)), model
+    # default.toml names every key of every table, so nothing falls back to code.
+    data = tomllib.loads(DEFAULT_TOML.read_text("utf-8"))
+    tables: dict[str, type[object]] = {"spine": SpineLimits, "tier_file": TierFileLimits,
+                                       "lifecycle": LifecycleLimits, "lock": LockTimings}
+    for table, of in tables.items():
+        assert set(data[table]) == {f.name for f in fields(of)}, table  # type: ignore[arg-type]
+    # The lock table's defaults are also written in LockTimings: they must agree with the file.
+    assert LockTimings() == load_policy().lock
+
+
 def test_a_partial_file_keeps_the_other_defaults(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
     path.write_text("[spine]\nmax_lines = 70\ncompact_at_lines = 50\n", "utf-8")
-    policy = load_policy(path)
-    assert (policy.spine.max_lines, policy.spine.compact_at_lines, policy.spine.max_bytes) == (70, 50, 16000)
-    assert policy.caps.spine_max_lines == 70
+    spine = load_policy(path).limits.spine
+    assert (spine.max_lines, spine.compact_at_lines, spine.max_bytes) == (70, 50, 16000)
+    assert load_policy(path).limits.tier_file == load_policy().limits.tier_file
 
 
 BAD_FILES = [
@@ -58,6 +77,13 @@ BAD_FILES = [
     pytest.param("[lifecycle]\ncandidate_dirs = [\"projects\", \"archive\"]\n", ["candidate_dirs", "archive"],
                  id="unknown-tier"),
     pytest.param("[lifecycle]\ncandidate_dirs = \"projects\"\n", ["candidate_dirs"], id="candidate-dirs-not-a-list"),
+    pytest.param("[spine]\nhook_floors = [60, 80, 0]\n", ["spine.hook_floors", "each below"], id="floors-rising"),
+    pytest.param("[spine]\nhook_floors = [80, -1]\n", ["spine.hook_floors"], id="floor-negative"),
+    pytest.param("[spine]\nhook_floors = []\n", ["spine.hook_floors"], id="no-floor"),
+    pytest.param("[spine]\nhook_floors = 80\n", ["spine.hook_floors", "list of whole numbers"], id="floors-not-a-list"),
+    pytest.param("[spine]\nhook_floors = [80.5]\n", ["spine.hook_floors"], id="floor-not-whole"),
+    pytest.param("[lock]\nwaiting_recheck_seconds = 0\n", ["lock.waiting_recheck_seconds"], id="recheck-zero"),
+    pytest.param("spine = 3\n", ["spine", "must be a table"], id="table-not-a-table"),
 ]
 
 

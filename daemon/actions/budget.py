@@ -7,28 +7,14 @@ from datetime import date
 from pathlib import Path
 
 from ..policy import Policy
-from ..store.budget import BudgetLimits, BudgetReport, measure_budget
+from ..store.budget import BudgetReport, measure_budget
 from ..store.paths import SPINE
 from ..store.readable import unreadable_reason
 from ..store.snapshot import take_snapshot
 
 
-def limits_from(policy: Policy) -> BudgetLimits:
-    return BudgetLimits(
-        spine_max_lines=policy.spine.max_lines,
-        spine_max_bytes=policy.spine.max_bytes,
-        entry_max_bytes=policy.spine.entry_max_bytes,
-        spine_compact_lines=policy.spine.compact_at_lines,
-        spine_compact_bytes=policy.spine.compact_at_bytes,
-        file_max_lines=policy.tier_file.max_lines,
-        file_max_bytes=policy.tier_file.max_bytes,
-        staleness_days=policy.lifecycle.staleness_threshold_days,
-        candidate_dirs=policy.lifecycle.candidate_dirs,
-    )
-
-
 def run_budget(store: Path, policy: Policy, today: date) -> BudgetReport:
-    report = measure_budget(take_snapshot(store), limits_from(policy), today)
+    report = measure_budget(take_snapshot(store), policy.limits, today)
     report.spine_unreadable = unreadable_reason(store.expanduser() / SPINE)
     return report
 
@@ -46,16 +32,16 @@ def render_text(report: BudgetReport) -> str:
         out = ["SPINE.md: missing"]
     else:
         out = [
-            f"SPINE.md: {report.spine_lines} lines of {limits.spine_max_lines} "
-            f"({_margin(report.spine_lines, limits.spine_max_lines)}; compaction target {limits.spine_compact_lines})",
-            f"SPINE.md: {report.spine_bytes} bytes of {limits.spine_max_bytes} "
-            f"({_margin(report.spine_bytes, limits.spine_max_bytes)}; compaction target {limits.spine_compact_bytes})",
+            f"SPINE.md: {report.spine_lines} lines of {limits.spine.max_lines} "
+            f"({_margin(report.spine_lines, limits.spine.max_lines)}; compaction target {limits.spine.compact_at_lines})",
+            f"SPINE.md: {report.spine_bytes} bytes of {limits.spine.max_bytes} "
+            f"({_margin(report.spine_bytes, limits.spine.max_bytes)}; compaction target {limits.spine.compact_at_bytes})",
             f"estimated tokens per session: ~{report.tokens_estimate} (bytes/4), "
             f"up to ~{report.tokens_upper_estimate} (chars/3.2) -- estimates, not a tokenizer count",
         ]
-    out.append(f"entries over {limits.entry_max_bytes} bytes: {len(report.entries_over)}")
+    out.append(f"entries over {limits.spine.entry_max_bytes} bytes: {len(report.entries_over)}")
     out += [f"    - line {e.line}: {e.bytes} bytes: {e.start}..." for e in report.entries_over]
-    out.append(f"tier files over {limits.file_max_lines} lines or {limits.file_max_bytes} bytes: {len(report.files_over)}")
+    out.append(f"tier files over {limits.tier_file.max_lines} lines or {limits.tier_file.max_bytes} bytes: {len(report.files_over)}")
     out += [f"    - {f.path}: {f.lines} lines, {f.bytes} bytes" for f in report.files_over]
     if report.oversize_exempt:
         out.append(f"oversize exemptions: {len(report.oversize_exempt)}")

@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..store.caps import DEFAULT_CAPS, Caps
 from ..store.findings import GROUPS, Finding, Group, note
 from ..store.invariants import check_store
+from ..store.limits import Limits
 from ..store.lossless import check_c4
 from ..store.paths import CATALOG, Layout, extra_synced_folders
 from ..store.snapshot import take_snapshot
@@ -33,9 +33,9 @@ class CheckResult:
         return all(self.passed(group) for group in self.groups)
 
 
-def run_check(store: Path, before: Path | None = None, caps: Caps = DEFAULT_CAPS) -> CheckResult:
+def run_check(store: Path, limits: Limits, before: Path | None = None) -> CheckResult:
     snapshot = take_snapshot(store)
-    findings = check_store(snapshot, caps)
+    findings = check_store(snapshot, limits)
     if snapshot.layout is Layout.UNMIGRATED:
         findings.append(note("C2", "unmigrated", CATALOG,
                              "pre-1.2 store (no CATALOG.md): budgets are reported, not enforced; "

@@ -18,7 +18,7 @@ from ..engine.passes.compaction.apply import (
     compaction_journals,
     refuse_unless_compaction_allowed,
 )
-from ..engine.passes.compaction.plan import CompactLimits, CompactPlan, plan_compaction
+from ..engine.passes.compaction.plan import CompactPlan, plan_compaction
 from ..engine.passes.migration.plan import unpointed_children
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
@@ -89,7 +89,7 @@ def plan_for(snapshot: Snapshot, policy: Policy, now: datetime) -> CompactPlan:
     """The compaction of the store as it is. A split child the SPINE misses (left by a pass that
     could not be finished or undone) joins its parent's line, as migration does."""
     files = snapshot.file_contents()
-    return plan_compaction(files, CompactLimits.from_policy(policy), now.date().isoformat(),
+    return plan_compaction(files, policy.limits, now.date().isoformat(),
                            unpointed=unpointed_children(files, files.get(SPINE, b"")))
 
 
@@ -142,7 +142,7 @@ def render_plan(plan: CompactPlan, heading: str) -> list[str]:
     out.append(f"SPINE: {lb} -> {la} lines, {bb} -> {ba} bytes")
     out.append(f"entries shortened: {len(plan.cut)}; merged into multi-pointer lines: {len(plan.merged)}"
                + (f" (entries over {plan.level} bytes cut to it)" if plan.cut else ""))
-    if plan.changes and plan.floor < 80:
+    if plan.changes and plan.floor_lowered:
         out.append(f"note: the pointer groups leave room for only {plan.floor}+ bytes of some hooks")
     for change in plan.changes:
         out.append(f"    - {change.kind} {', '.join(change.paths[:3])}{' …' if len(change.paths) > 3 else ''}: "

@@ -22,7 +22,6 @@ from ..store.budget import BudgetReport
 from ..store.findings import Finding
 from ..store.incremental import IncrementalStore
 from ..store.paths import Layout
-from .budget import limits_from
 from .catalog import stale_reasons, write_catalog
 
 
@@ -50,7 +49,7 @@ def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
     read again and only the findings they affect are recomputed."""
     passes = incremental or IncrementalStore()
     snapshot = passes.snapshot(store)
-    findings = passes.check(snapshot, policy.caps)
+    findings = passes.check(snapshot, policy.limits)
     report = FollowReport(snapshot.root, snapshot.layout)
     report.ledger_lost = lost_ledger_lines(snapshot.root)
     if snapshot.layout is not Layout.UNMIGRATED and report.ledger_lost is None:
@@ -71,7 +70,7 @@ def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
                     except LockLost:
                         pass  # taken over meanwhile; the write above was already complete
             snapshot = passes.snapshot(snapshot.root)
-            findings = passes.check(snapshot, policy.caps)
+            findings = passes.check(snapshot, policy.limits)
     report.failures = [f for f in findings if f.severity == "fail"]
-    report.budget = passes.budget(snapshot, limits_from(policy), clock().date())
+    report.budget = passes.budget(snapshot, policy.limits, clock().date())
     return report

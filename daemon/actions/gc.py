@@ -57,8 +57,7 @@ def _outcome_dict(outcome: GcOutcome | None) -> dict[str, Any] | None:
 
 
 def _plan(snapshot: Snapshot, policy: Policy, now: datetime) -> GcPlan:
-    return plan_gc(snapshot, now.date(), format_utc(now), policy.lifecycle.staleness_threshold_days,
-                   policy.lifecycle.candidate_dirs)
+    return plan_gc(snapshot, now.date(), format_utc(now), policy.limits)
 
 
 def preview_gc(store: Path, policy: Policy, now: datetime) -> GcReport:

@@ -26,7 +26,6 @@ from ..store.health_history import (
 from ..store.health_model import HealthReport
 from ..store.snapshot import take_snapshot
 from ..store.stamps import format_utc
-from .budget import limits_from
 
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
@@ -52,7 +51,7 @@ def build_report(store: Path, policy: Policy, now: datetime, since: date | None 
     from ..gitstore.history import read_history  # pygit2 loads only for commands that need it
 
     snapshot = take_snapshot(store)
-    limits = limits_from(policy)
+    limits = policy.limits
     today = now.date()
     root = snapshot.root
 
@@ -66,7 +65,7 @@ def build_report(store: Path, policy: Policy, now: datetime, since: date | None 
     grown, series = growth(facts, current, since)
     report = HealthReport(store=str(root), generated_at=format_utc(now), today=today.isoformat(),
                           layout=snapshot.layout.value, helpers=helpers,
-                          since=since.isoformat() if since else None)
+                          since=since.isoformat() if since else None, limits=limits)
     report.sections = [
         cost, grown, tier_files(snapshot, limits),
         lifecycle(snapshot, limits, today, facts.first_commit if facts.available else None),

@@ -20,8 +20,6 @@ TEMPLATE = "report.html.j2"
 class ReportExtraMissing(DistilldError):
     """--html was asked for without the optional `report` extra."""
 
-ENTRY_CAP = 400
-
 
 def available() -> bool:
     try:
@@ -78,14 +76,14 @@ def growth_chart(series: list[dict[str, Any]]) -> str:
     return str(chart.render(is_unicode=True))
 
 
-def entry_chart(sizes: list[dict[str, Any]]) -> str:
+def entry_chart(sizes: list[dict[str, Any]], cap: int) -> str:
     import pygal
 
-    chart = pygal.Bar(**{**_options(f"SPINE entries by size, longest first (cap {ENTRY_CAP} B)"),
+    chart = pygal.Bar(**{**_options(f"SPINE entries by size, longest first (cap {cap} B)"),
                          "show_x_labels": False})
     ordered = sorted((item["bytes"] for item in sizes), reverse=True)
-    chart.add(f"over {ENTRY_CAP} B", [b if b > ENTRY_CAP else None for b in ordered])
-    chart.add(f"within {ENTRY_CAP} B", [b if b <= ENTRY_CAP else None for b in ordered])
+    chart.add(f"over {cap} B", [b if b > cap else None for b in ordered])
+    chart.add(f"within {cap} B", [b if b <= cap else None for b in ordered])
     return str(chart.render(is_unicode=True))
 
 
@@ -123,7 +121,7 @@ def render_html(report: HealthReport) -> str:
     series = report.series.get("growth", [])
     charts = [
         ("growth", "Growth", growth_chart(series)),
-        ("entries", "Entry sizes", entry_chart(report.series.get("entry_sizes", []))),
+        ("entries", "Entry sizes", entry_chart(report.series.get("entry_sizes", []), report.limits.spine.entry_max_bytes)),
         ("debt", "Debt", debt_chart(series)),
         ("bounds", "Dated history bounds", bounds_chart(report)),
     ]

@@ -38,6 +38,10 @@ class _Lines:
     def v(self, key: str) -> str:
         return show(self.section.figure(key))
 
+    def label(self, key: str, subject: str) -> str:
+        """A figure's label without its subject: "over 400 B" of "entries over 400 B"."""
+        return self.section.figure(key).label.removeprefix(subject + " ")
+
     def line(self, text: str) -> None:
         self.out.append("  " + text)
 
@@ -52,7 +56,8 @@ def _index(s: _Lines) -> None:
     s.line(f"SPINE.md {s.v('spine_bytes')} ({s.v('spine_bytes_vs_cap')} the byte cap), {s.v('spine_lines')} lines; "
            f"{s.v('entries')} entries, {s.v('links')} links")
     s.line(f"entries: median {s.v('entry_median_bytes')}, longest {s.v('entry_longest_bytes')}; "
-           f"{s.v('entries_over_cap')} over 400 B, {s.v('entries_short')} at or under 240 B")
+           f"{s.v('entries_over_cap')} {s.label('entries_over_cap', 'entries')}, "
+           f"{s.v('entries_short')} {s.label('entries_short', 'entries')}")
     s.line(f"tokens per session {s.v('tokens_per_session')} (bytes/4) to {s.v('tokens_per_session_chars')} "
            f"(chars/3.2); with {s.v('helpers')} helpers {s.v('tokens_with_helpers')} (each helper reloads the index)")
 

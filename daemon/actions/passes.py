@@ -66,6 +66,6 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
     require_store_folder(root)
     with store_lock_held(root, policy, wait, owner) as lock, guarded_pass(root):
         refuse_unreadable_text(root)
-        context = PassContext(root, lock, clock, policy.caps, policy.spine.entry_target_bytes)
+        context = PassContext(root, lock, clock, policy.limits)
         context.take_baseline()
         yield context

@@ -29,8 +29,7 @@ def run_restore(store: Path, path: str, policy: Policy, clock: Callable[[], date
             recovered.notes = resumed.all_notes + recovered.notes
             return recovered  # this very restore was interrupted; finishing it was the whole job
         notes = resumed.all_notes
-        members = plan_restore(take_snapshot(ctx.root), path, policy.spine.entry_max_bytes,
-                               policy.spine.entry_target_bytes, policy.spine.max_lines, policy.spine.max_bytes)
+        members = plan_restore(take_snapshot(ctx.root), path, policy.limits)
         outcome = apply_restore(ctx, members)
         outcome.notes = notes + outcome.notes
         return outcome

@@ -98,7 +98,7 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
         else:
             with hold():
                 now = clock()
-                done = integrate(repo_store, now, identity.signature(now))
+                done = integrate(repo_store, now, identity.signature(now), policy.limits)
             if done.kind == "blocked":
                 raise GitStoreError(f"{repo_store.root}: cannot check out {repo_store.remote}/{repo_store.branch}: "
                                     f"{done.reason}")
@@ -155,8 +155,8 @@ def run_sync(store: Path, policy: Policy, clock: Callable[[], datetime], identit
             raise GitStoreError(f"{repo_store.root}: no remote named {remote!r}; "
                                 f"`git -C {repo_store.root} remote -v` lists them")
         repo_store.remote = remote
-    return sync_store(repo_store, clock, identity, lock_holder(repo_store.root, policy), credentials,
-                      scheduled=scheduled, quiet_seconds=quiet_seconds, caps=policy.caps,
+    return sync_store(repo_store, clock, identity, lock_holder(repo_store.root, policy), policy.limits, credentials,
+                      scheduled=scheduled, quiet_seconds=quiet_seconds,
                       commit_agents=commit_agents)
 
 

@@ -37,7 +37,7 @@ def check(ctx: click.Context, before: Path | None, as_json: bool) -> None:
         from ..store.paths import set_extra_synced_folders
 
         set_extra_synced_folders(load_settings().git.extra_folders)
-    result = check_action.run_check(store_path(ctx), before, policy(ctx).caps)
+    result = check_action.run_check(store_path(ctx), policy(ctx).limits, before)
     emit_report("check", result, as_json, check_action.render_text, check_action.render_json)
     ctx.exit(0 if result.ok else 1)
 

@@ -1,4 +1,4 @@
-"""What every write pass carries: the store root, the held lock, the clock, the caps."""
+"""What every write pass carries: the store root, the held lock, the clock, the limits."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..store.caps import DEFAULT_CAPS, Caps
 from ..store.findings import Finding
 from ..store.invariants import check_c1, check_c3, check_store
+from ..store.limits import Limits
 from ..store.lossless import check_c4
 from ..store.safety import unsafe_name_reason
 from ..store.snapshot import Snapshot, take_snapshot
@@ -21,10 +21,10 @@ from .lock import StoreLock
 BUDGET_CODES = frozenset({"spine-lines", "spine-bytes", "entry-bytes", "file-lines", "file-bytes"})
 
 
-def _budget_keys(snapshot: Snapshot, found: list[Finding], caps: Caps) -> list[tuple[str, str]]:
+def _budget_keys(snapshot: Snapshot, found: list[Finding], limits: Limits) -> list[tuple[str, str]]:
     """A key per finding that survives the pass's own edits: an over-cap entry is known by its
     hook (removing a pointer from a merged line changes the line, not the hook)."""
-    over = [e.hook for e in (snapshot.spine.entries if snapshot.spine else []) if e.byte_len > caps.entry_max_bytes]
+    over = [e.hook for e in (snapshot.spine.entries if snapshot.spine else []) if e.byte_len > limits.spine.entry_max_bytes]
     hooks = iter(over)
     keys = []
     for finding in found:
@@ -52,17 +52,16 @@ class PassContext:
     root: Path
     lock: StoreLock
     clock: Callable[[], datetime]
-    caps: Caps = DEFAULT_CAPS
-    entry_target_bytes: int = 200
+    limits: Limits
     baseline_budget: set[tuple[str, str]] = field(default_factory=set)
     still_over_budget: list[Finding] = field(default_factory=list)
 
     def take_baseline(self) -> None:
         """Remember the budget breaches the store has before the pass writes anything."""
         snapshot = take_snapshot(self.root)
-        found = check_c1(snapshot, self.caps) + check_c3(snapshot, self.caps)
+        found = check_c1(snapshot, self.limits) + check_c3(snapshot, self.limits)
         self.baseline_budget = {
-            key for key, f in zip(_budget_keys(snapshot, found, self.caps), found, strict=True) if f.code in BUDGET_CODES
+            key for key, f in zip(_budget_keys(snapshot, found, self.limits), found, strict=True) if f.code in BUDGET_CODES
         }
 
     def now(self) -> datetime:
@@ -84,13 +83,13 @@ class PassContext:
     def split_failures(self, after: Snapshot, before: Snapshot | None = None) -> tuple[list[Finding], list[Finding]]:
         """The failing findings of C1-C3 (and C4 against ``before``) on ``after``: those this
         pass would cause, and the budget breaches the store already had."""
-        found = check_store(after, self.caps)
+        found = check_store(after, self.limits)
         if before is not None:
             found += check_c4(before, after)
         # A file whose name no pass records was left where it is, unpointed and uncatalogued:
         # check reports it (a note); it is not this pass's failure.
         failing = [f for f in found if f.severity == "fail" and unsafe_name_reason(f.path) is None]
-        keys = _budget_keys(after, failing, self.caps)
+        keys = _budget_keys(after, failing, self.limits)
         known = [key in self.baseline_budget and f.code in BUDGET_CODES for key, f in zip(keys, failing, strict=True)]
         return ([f for f, old in zip(failing, known, strict=True) if not old],
                 [f for f, old in zip(failing, known, strict=True) if old])

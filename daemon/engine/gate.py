@@ -53,7 +53,7 @@ def new_failures(ctx: PassContext, before: Snapshot, files: dict[str, bytes], no
     files = dict(files)
     files[CATALOG] = fs.with_line_ending(render_catalog(planned_snapshot(before, files), now).encode(
         "utf-8", "surrogateescape"), fs.line_ending_of(files[CATALOG]) if CATALOG in files else b"\n")
-    known = {(f.code, f.message) for f in check_store(before, ctx.caps) if f.severity == "fail"}
+    known = {(f.code, f.message) for f in check_store(before, ctx.limits) if f.severity == "fail"}
     new, _ = ctx.split_failures(planned_snapshot(before, files), before if lossless else None)
     return [f for f in new if (f.code, f.message) not in known]
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import pygit2
 from pygit2.enums import CheckoutNotify, CheckoutStrategy
 
-from ..store.caps import DEFAULT_CAPS, Caps
+from ..store.limits import Limits
 from ..store.merge import Sides
 from .commit import new_pass_id
 from .errors import GitBusy
@@ -109,7 +109,7 @@ class Integration:
     resolutions: list[str] = field(default_factory=list)
 
 
-def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, caps: Caps = DEFAULT_CAPS,
+def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, limits: Limits,
               token: Callable[[], str] | None = None) -> Integration:
     """Take in the fetched remote branch: nothing, a fast-forward, or an in-memory merge."""
     repo = store.repo
@@ -145,7 +145,7 @@ def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, caps
                                           "instead")
         base = repo[base_id].peel(pygit2.Commit)
         sides = Sides(local=f"local {store.branch} {str(head.id)[:12]}", remote=f"{label} {str(theirs.id)[:12]}")
-        merged = merge_commits(repo, head, theirs, base, now, signature, new_pass_id(now), caps, sides, label, token)
+        merged = merge_commits(repo, head, theirs, base, now, signature, new_pass_id(now), limits, sides, label, token)
         if not merged.ok or merged.commit is None:
             reasons = list(merged.problems)
             if merged.store is not None:

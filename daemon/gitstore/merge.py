@@ -11,7 +11,7 @@ from datetime import datetime
 import pygit2
 from pygit2.enums import FileMode
 
-from ..store.caps import Caps
+from ..store.limits import Limits
 from ..store.merge import Sides, StoreMerge, has_conflict_markers, merge_stores
 from ..store.paths import sync_class
 from .commit import message
@@ -118,7 +118,7 @@ class TreeMerge:
 
 
 def merge_commits(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit, base: pygit2.Commit,
-                  now: datetime, signature: pygit2.Signature, pass_id: str, caps: Caps, sides: Sides,
+                  now: datetime, signature: pygit2.Signature, pass_id: str, limits: Limits, sides: Sides,
                   remote_label: str, token: Callable[[], str] | None = None) -> TreeMerge:
     """Merge ``theirs`` into ``ours``; on success ``commit`` is a new merge commit (no ref moved)."""
     flats = {name: flatten(c.tree) for name, c in (("base", base), ("ours", ours), ("theirs", theirs))}
@@ -141,7 +141,7 @@ def merge_commits(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.C
     extra = {"token": token} if token else {}
     cache: dict[pygit2.Oid, bytes] = {}
     store = merge_stores(TreeFiles(repo, flats["base"], cache), TreeFiles(repo, flats["ours"], cache),
-                         TreeFiles(repo, flats["theirs"], cache), now, sides, caps, **extra)
+                         TreeFiles(repo, flats["theirs"], cache), now, limits, sides, **extra)
     result.store = store
     if not store.ok:
         return result

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import pygit2
 
-from ..store.caps import DEFAULT_CAPS, Caps
+from ..store.limits import Limits
 from ..store.merge import has_conflict_markers
 from ..store.paths import sync_class
 from .agent_changes import commit_agent_changes, working_changes
@@ -74,10 +74,10 @@ def _iso(epoch: float) -> str:
 class _Run:
     def __init__(self, store: StoreRepo, clock: Callable[[], datetime], identity: Identity,
                  hold_lock: Callable[[], AbstractContextManager[object]], credentials: Credentials | None,
-                 quiet_seconds: float, caps: Caps, wall: Callable[[], float],
+                 quiet_seconds: float, limits: Limits, wall: Callable[[], float],
                  token: Callable[[], str] | None) -> None:
         self.store, self.clock, self.identity, self.hold_lock = store, clock, identity, hold_lock
-        self.credentials, self.quiet_seconds, self.caps, self.wall = credentials, quiet_seconds, caps, wall
+        self.credentials, self.quiet_seconds, self.limits, self.wall = credentials, quiet_seconds, limits, wall
         self.token = token
         self.commit_agents = True  # False: the user turned commits off; sync only what is committed
         self.report = SyncReport(str(store.root))
@@ -111,7 +111,7 @@ class _Run:
                 # Whatever stays uncommitted (a user's staged edit, say) is not expected to match.
                 dirty = list(self.store.repo.status(untracked_files="no"))
                 now = self.clock()
-                done = integrate(self.store, now, self.identity.signature(now), self.caps, self.token)
+                done = integrate(self.store, now, self.identity.signature(now), self.limits, self.token)
         except GitBusy as busy:
             report.state, report.reason = "skipped", str(busy)
             return True  # still push what is already committed
@@ -251,13 +251,13 @@ def skipped_while_behind(report: SyncReport) -> bool:
 
 
 def sync_store(store: StoreRepo, clock: Callable[[], datetime], identity: Identity,
-               hold_lock: Callable[[], AbstractContextManager[object]], credentials: Credentials | None = None,
-               scheduled: bool = False, quiet_seconds: float = 0.0, caps: Caps = DEFAULT_CAPS,
+               hold_lock: Callable[[], AbstractContextManager[object]], limits: Limits,
+               credentials: Credentials | None = None, scheduled: bool = False, quiet_seconds: float = 0.0,
                wall: Callable[[], float] = time.time, token: Callable[[], str] | None = None,
                commit_agents: bool = True) -> SyncReport:
     """One sync: skipped while git is busy (or, when ``scheduled``, while backing off); a
     manual run ignores the backoff. ``hold_lock`` takes the store's .lock (raising GitBusy
     when a distiller holds it)."""
-    run = _Run(store, clock, identity, hold_lock, credentials, quiet_seconds, caps, wall, token)
+    run = _Run(store, clock, identity, hold_lock, credentials, quiet_seconds, limits, wall, token)
     run.commit_agents = commit_agents
     return run.run(scheduled)

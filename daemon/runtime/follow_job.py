@@ -29,10 +29,10 @@ log = get_logger("distilld.jobs")
 def _budget_status(report: BudgetReport) -> tuple[dict[str, Any], dict[str, str]]:
     limits = report.limits
     status = {
-        "spine_lines": {"value": report.spine_lines, "cap": limits.spine_max_lines,
-                        "margin": limits.spine_max_lines - report.spine_lines},
-        "spine_bytes": {"value": report.spine_bytes, "cap": limits.spine_max_bytes,
-                        "margin": limits.spine_max_bytes - report.spine_bytes},
+        "spine_lines": {"value": report.spine_lines, "cap": limits.spine.max_lines,
+                        "margin": limits.spine.max_lines - report.spine_lines},
+        "spine_bytes": {"value": report.spine_bytes, "cap": limits.spine.max_bytes,
+                        "margin": limits.spine.max_bytes - report.spine_bytes},
         "entries_over": len(report.entries_over),
         "files_over": len(report.files_over),
         "stale_projects": len(report.stale_projects),
@@ -40,16 +40,16 @@ def _budget_status(report: BudgetReport) -> tuple[dict[str, Any], dict[str, str]
         "debt": report.debt,
     }
     breaches: dict[str, str] = {}
-    if report.spine_lines > limits.spine_max_lines:
-        breaches["spine-lines"] = f"SPINE.md has {report.spine_lines} lines (cap {limits.spine_max_lines})"
-    if report.spine_bytes > limits.spine_max_bytes:
-        breaches["spine-bytes"] = f"SPINE.md is {report.spine_bytes} bytes (cap {limits.spine_max_bytes})"
+    if report.spine_lines > limits.spine.max_lines:
+        breaches["spine-lines"] = f"SPINE.md has {report.spine_lines} lines (cap {limits.spine.max_lines})"
+    if report.spine_bytes > limits.spine.max_bytes:
+        breaches["spine-bytes"] = f"SPINE.md is {report.spine_bytes} bytes (cap {limits.spine.max_bytes})"
     for entry in report.entries_over:
         breaches[f"entry:{entry.start}"] = (f"SPINE entry at line {entry.line} is {entry.bytes} bytes "
-                                           f"(cap {limits.entry_max_bytes})")
+                                           f"(cap {limits.spine.entry_max_bytes})")
     for over in report.files_over:
         breaches[f"file:{over.path}"] = (f"{over.path} is {over.lines} lines, {over.bytes} bytes "
-                                         f"(caps {limits.file_max_lines} lines, {limits.file_max_bytes} bytes)")
+                                         f"(caps {limits.tier_file.max_lines} lines, {limits.tier_file.max_bytes} bytes)")
     status["breaches"] = len(breaches)
     return status, breaches
 

@@ -9,24 +9,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
-from .lifecycle import DEFAULT_STALENESS_DAYS, activity, exemption, is_candidate
+from .lifecycle import activity, exemption, is_candidate
+from .limits import Limits
 from .paths import SPINE
 from .safety import unsafe_names
 from .snapshot import Snapshot
 from .text import clip, decode
-
-
-@dataclass(frozen=True)
-class BudgetLimits:
-    spine_max_lines: int = 80
-    spine_max_bytes: int = 16000
-    entry_max_bytes: int = 400
-    spine_compact_lines: int = 60
-    spine_compact_bytes: int = 12000
-    file_max_lines: int = 60
-    file_max_bytes: int = 6000
-    staleness_days: int = DEFAULT_STALENESS_DAYS
-    candidate_dirs: tuple[str, ...] = ("projects",)
 
 
 @dataclass(frozen=True)
@@ -59,7 +47,7 @@ class BudgetReport:
     spine_lines: int
     spine_bytes: int
     spine_chars: int
-    limits: BudgetLimits
+    limits: Limits
     entries_over: list[OverEntry] = field(default_factory=list)
     files_over: list[OverFile] = field(default_factory=list)
     oversize_exempt: list[tuple[str, str]] = field(default_factory=list)
@@ -79,7 +67,7 @@ class BudgetReport:
 
     @property
     def spine_bytes_over(self) -> int:
-        return max(0, self.spine_bytes - self.limits.spine_max_bytes)
+        return max(0, self.spine_bytes - self.limits.spine.max_bytes)
 
     @property
     def debt(self) -> int:
@@ -96,6 +84,7 @@ class BudgetReport:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.update(
+            limits=_limits_document(self.limits),
             tokens_estimate=self.tokens_estimate,
             tokens_upper_estimate=self.tokens_upper_estimate,
             spine_bytes_over=self.spine_bytes_over,
@@ -104,7 +93,17 @@ class BudgetReport:
         return data
 
 
-def measure_budget(snapshot: Snapshot, limits: BudgetLimits, today: date) -> BudgetReport:
+def _limits_document(limits: Limits) -> dict[str, Any]:
+    """The limits as `budget --json` has always named them."""
+    spine, tier_file, lifecycle = limits.spine, limits.tier_file, limits.lifecycle
+    return {"spine_max_lines": spine.max_lines, "spine_max_bytes": spine.max_bytes,
+            "entry_max_bytes": spine.entry_max_bytes, "spine_compact_lines": spine.compact_at_lines,
+            "spine_compact_bytes": spine.compact_at_bytes, "file_max_lines": tier_file.max_lines,
+            "file_max_bytes": tier_file.max_bytes, "staleness_days": lifecycle.staleness_threshold_days,
+            "candidate_dirs": lifecycle.candidate_dirs}
+
+
+def measure_budget(snapshot: Snapshot, limits: Limits, today: date) -> BudgetReport:
     spine = snapshot.spine
     raw = snapshot.contents.get(SPINE, b"")
     report = BudgetReport(
@@ -116,20 +115,20 @@ def measure_budget(snapshot: Snapshot, limits: BudgetLimits, today: date) -> Bud
     )
     if spine is not None:
         for entry in spine.entries:
-            if entry.byte_len > limits.entry_max_bytes:
+            if entry.byte_len > limits.spine.entry_max_bytes:
                 report.entries_over.append(OverEntry(entry.line_index + 1, entry.byte_len, clip(entry.joined, 60)))
     for path in snapshot.tier_paths:
         file = snapshot.knowledge(path)
         reason = file.oversize_reason
-        over_lines = file.line_count > limits.file_max_lines
-        over_bytes = reason is None and file.size > limits.file_max_bytes
+        over_lines = file.line_count > limits.tier_file.max_lines
+        over_bytes = reason is None and file.size > limits.tier_file.max_bytes
         if over_lines or over_bytes:
             report.files_over.append(OverFile(path, file.line_count, file.size, over_lines, over_bytes))
         if reason is not None:
             report.oversize_exempt.append((path, reason))
-        if not is_candidate(path, limits.candidate_dirs) or exemption(file) is not None:
+        if not is_candidate(path, limits.lifecycle.candidate_dirs) or exemption(file) is not None:
             continue  # pinned and [NON-NEGOTIABLE] files never age out, so they are not debt
-        seen = activity(file, today, limits.staleness_days)
+        seen = activity(file, today, limits.lifecycle.staleness_threshold_days)
         if seen is not None and seen.stale:
             report.stale_projects.append(StaleProject(path, seen.stamp, seen.age_days, seen.threshold_days))
     report.unsafe_names = [(u.path, u.reason) for u in unsafe_names(sorted(snapshot.contents))]

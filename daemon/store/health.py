@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import date
 from math import ceil
 
-from .budget import BudgetLimits
 from .health_blocks import BOUND_LABELS, BOUNDS, FileBlocks
 from .health_model import Section, known, maybe, median_of, percent, unknown
 from .lifecycle import activity, exemption, is_candidate
+from .limits import Limits
 from .mentions import path_mentions
 from .paths import CATALOG, TIERS, Layout, archived_path, contained, is_legacy
 from .snapshot import Snapshot
@@ -28,7 +28,7 @@ from .tierfile import KnowledgeFile, parse_inline_list
 SHORT_ENTRY_BYTES = 240
 NO_SPINE = "the store has no SPINE.md"
 ENTRY_HOW = ("entries are `- [` lines of SPINE.md with their wrapped continuation lines, joined as the "
-             "400-byte cap measures them; the catalog line is not counted")
+             "{cap}-byte cap measures them; the catalog line is not counted")
 
 
 def index_entries(spine: Spine) -> list[SpineEntry]:
@@ -44,7 +44,7 @@ def index_links(spine: Spine) -> list[str]:
 # -- 1. index cost ------------------------------------------------------------------------------
 
 
-def index_cost(snapshot: Snapshot, limits: BudgetLimits, helpers: int) -> Section:
+def index_cost(snapshot: Snapshot, limits: Limits, helpers: int) -> Section:
     section = Section("index_cost", "Index cost")
     spine = snapshot.spine
     if spine is None:
@@ -56,22 +56,23 @@ def index_cost(snapshot: Snapshot, limits: BudgetLimits, helpers: int) -> Sectio
     text = decode(spine.raw)
     sizes = [entry.byte_len for entry in index_entries(spine)]
     section.add(known("spine_bytes", "SPINE.md bytes", spine.size,
-                      f"raw bytes of SPINE.md (cap {limits.spine_max_bytes:,})", "B"))
+                      f"raw bytes of SPINE.md (cap {limits.spine.max_bytes:,})", "B"))
     section.add(known("spine_bytes_vs_cap", "SPINE.md bytes against the cap",
-                      round(spine.size / limits.spine_max_bytes, 2),
-                      f"SPINE.md bytes / {limits.spine_max_bytes:,}", "x"))
+                      round(spine.size / limits.spine.max_bytes, 2),
+                      f"SPINE.md bytes / {limits.spine.max_bytes:,}", "x"))
     section.add(known("spine_lines", "SPINE.md lines", spine.line_count,
-                      f"lines, CR ignored, a last line without a newline counted (cap {limits.spine_max_lines})"))
-    section.add(known("entries", "index entries", len(sizes), ENTRY_HOW))
+                      f"lines, CR ignored, a last line without a newline counted (cap {limits.spine.max_lines})"))
+    entry_how = ENTRY_HOW.format(cap=limits.spine.entry_max_bytes)
+    section.add(known("entries", "index entries", len(sizes), entry_how))
     section.add(known("links", "links in the index", len(index_links(spine)),
                       "unique `](….md)` targets on entry lines (C2's extraction), CATALOG.md not counted"))
     section.add(maybe("entry_median_bytes", "median entry", median_of(sizes),
-                      ENTRY_HOW, "the index has no entries", "B"))
+                      entry_how, "the index has no entries", "B"))
     section.add(maybe("entry_longest_bytes", "longest entry", max(sizes) if sizes else None,
-                      ENTRY_HOW, "the index has no entries", "B"))
-    section.add(known("entries_over_cap", f"entries over {limits.entry_max_bytes} B",
-                      sum(1 for size in sizes if size > limits.entry_max_bytes),
-                      f"entries whose joined bytes exceed {limits.entry_max_bytes}"))
+                      entry_how, "the index has no entries", "B"))
+    section.add(known("entries_over_cap", f"entries over {limits.spine.entry_max_bytes} B",
+                      sum(1 for size in sizes if size > limits.spine.entry_max_bytes),
+                      f"entries whose joined bytes exceed {limits.spine.entry_max_bytes}"))
     section.add(known("entries_short", f"entries at or under {SHORT_ENTRY_BYTES} B",
                       sum(1 for size in sizes if size <= SHORT_ENTRY_BYTES),
                       f"entries of {SHORT_ENTRY_BYTES} joined bytes or fewer"))
@@ -107,20 +108,20 @@ class CapCheck:
         return self.over_lines or self.over_bytes
 
 
-def cap_check(lines: int, size: int, oversize: bool, limits: BudgetLimits) -> CapCheck:
-    return CapCheck(lines > limits.file_max_lines, not oversize and size > limits.file_max_bytes)
+def cap_check(lines: int, size: int, oversize: bool, limits: Limits) -> CapCheck:
+    return CapCheck(lines > limits.tier_file.max_lines, not oversize and size > limits.tier_file.max_bytes)
 
 
-def extra_pieces_estimate(lines: int, size: int, oversize: bool, limits: BudgetLimits) -> int:
+def extra_pieces_estimate(lines: int, size: int, oversize: bool, limits: Limits) -> int:
     """How many split children a file needs at least: ceil(size / cap) − 1 on each cap."""
-    by_lines = ceil(lines / limits.file_max_lines)
-    by_bytes = 1 if oversize else ceil(size / limits.file_max_bytes)
+    by_lines = ceil(lines / limits.tier_file.max_lines)
+    by_bytes = 1 if oversize else ceil(size / limits.tier_file.max_bytes)
     return max(1, by_lines, by_bytes) - 1
 
 
-def _planned_split(path: str, raw: bytes, limits: BudgetLimits, taken: set[str]) -> tuple[int, bool]:
+def _planned_split(path: str, raw: bytes, limits: Limits, taken: set[str]) -> tuple[int, bool]:
     """(children the split planner makes, whether it leaves a piece over a cap)."""
-    outcome = split_knowledge_file(path, raw, limits.file_max_lines, limits.file_max_bytes,
+    outcome = split_knowledge_file(path, raw, limits.tier_file.max_lines, limits.tier_file.max_bytes,
                                    lambda candidate: candidate in taken)
     file = KnowledgeFile(path, raw)
     still_over = cap_check(file.line_count, file.size, file.oversize_reason is not None, limits).over
@@ -129,21 +130,21 @@ def _planned_split(path: str, raw: bytes, limits: BudgetLimits, taken: set[str])
     return len(outcome.children), bool(outcome.over_cap)
 
 
-def tier_files(snapshot: Snapshot, limits: BudgetLimits) -> Section:
+def tier_files(snapshot: Snapshot, limits: Limits) -> Section:
     section = Section("tier_files", "Tier files")
     paths = snapshot.tier_paths
     files = [snapshot.knowledge(path) for path in paths]
     taken = set(paths)
     checks = {f.path: cap_check(f.line_count, f.size, f.oversize_reason is not None, limits) for f in files}
-    caps = f"{limits.file_max_lines} lines, {limits.file_max_bytes:,} bytes unless `oversize:`"
+    caps = f"{limits.tier_file.max_lines} lines, {limits.tier_file.max_bytes:,} bytes unless `oversize:`"
     section.add(known("files", "tier files", len(files),
                       f"*.md under {', '.join(TIERS)} (nested archive/ folders not counted)"))
     section.add(known("over_any_cap", "files over a cap", sum(c.over for c in checks.values()),
                       f"files over either cap ({caps})"))
     section.add(known("over_line_cap", "files over the line cap", sum(c.over_lines for c in checks.values()),
-                      f"files with more than {limits.file_max_lines} lines"))
+                      f"files with more than {limits.tier_file.max_lines} lines"))
     section.add(known("over_byte_cap", "files over the byte cap", sum(c.over_bytes for c in checks.values()),
-                      f"files over {limits.file_max_bytes:,} bytes that declare no `oversize:`"))
+                      f"files over {limits.tier_file.max_bytes:,} bytes that declare no `oversize:`"))
     section.add(known("oversize_exempt", "oversize exemptions", sum(f.oversize_reason is not None for f in files),
                       "files whose frontmatter declares `oversize:` (exempt from the byte cap only)"))
     read = [FileBlocks.of(f) for f in files]
@@ -169,7 +170,7 @@ def tier_files(snapshot: Snapshot, limits: BudgetLimits) -> Section:
 
 
 def _bound_figures(section: Section, bound: str, read: list[FileBlocks], total_block_bytes: int,
-                   limits: BudgetLimits, taken: set[str], estimate_how: str, planner_how: str) -> None:
+                   limits: Limits, taken: set[str], estimate_how: str, planner_how: str) -> None:
     label = BOUND_LABELS[bound]
     moved = sum(r.moved_bytes(bound) for r in read)
     section.add(maybe(f"history_share_{bound}", f"dated history share, {label}", percent(moved, total_block_bytes),
@@ -230,9 +231,9 @@ def read_with_index(snapshot: Snapshot) -> dict[str, set[str]]:
     return named_by
 
 
-def lifecycle(snapshot: Snapshot, limits: BudgetLimits, today: date, first_commit: date | None) -> Section:
+def lifecycle(snapshot: Snapshot, limits: Limits, today: date, first_commit: date | None) -> Section:
     section = Section("lifecycle", "Lifecycle")
-    dirs = limits.candidate_dirs
+    dirs = limits.lifecycle.candidate_dirs
     projects = [p for p in snapshot.tier_paths if is_candidate(p, dirs)]
     mentions = mention_index(snapshot, dirs)
     read_with = read_with_index(snapshot)
@@ -242,12 +243,12 @@ def lifecycle(snapshot: Snapshot, limits: BudgetLimits, today: date, first_commi
                       sum(1 for p in projects if mentions.get(p)),
                       "project files whose path is written in another active tier file (frontmatter or prose; "
                       "the SPINE, catalog, evidence, ledger and its own split family do not count)"))
-    undated = [p for p in projects if activity(snapshot.knowledge(p), today, limits.staleness_days) is None]
+    undated = [p for p in projects if activity(snapshot.knowledge(p), today, limits.lifecycle.staleness_threshold_days) is None]
     section.add(known("undated", "project files with no activity stamp", len(undated),
                       "no last_updated/last_validated date anywhere: their activity is unknown, not old"))
     past = []
     for path in projects:
-        seen = activity(snapshot.knowledge(path), today, limits.staleness_days)
+        seen = activity(snapshot.knowledge(path), today, limits.lifecycle.staleness_threshold_days)
         if seen is not None and seen.stale:
             past.append((path, seen))
     rows = []
@@ -264,7 +265,7 @@ def lifecycle(snapshot: Snapshot, limits: BudgetLimits, today: date, first_commi
     section.items["past_threshold"] = rows
     section.add(known("past_threshold", "past their own threshold", len(past),
                       f"project files whose newest stamp is older than their staleness_threshold "
-                      f"(default {limits.staleness_days} days) on {today.isoformat()}"))
+                      f"(default {limits.lifecycle.staleness_threshold_days} days) on {today.isoformat()}"))
     section.add(known("exempt", "exempt", sum(1 for r in rows if r["exempt"]),
                       "past threshold, but `lifecycle: pinned` or carrying [NON-NEGOTIABLE]: never archived"))
     section.add(known("blocked", "blocked (current rule)", sum(1 for r in rows if r["current_rule"] == "blocked"),
@@ -284,7 +285,7 @@ def lifecycle(snapshot: Snapshot, limits: BudgetLimits, today: date, first_commi
         section.add(known(f"movable_flat_{days}", f"movable with a flat {days}-day threshold",
                           sum(1 for p in flat if exemption(snapshot.knowledge(p)) is None and not read_with.get(p)),
                           "of those, not exempt and in no other file's read_with"))
-    _ages(section, snapshot, today, first_commit)
+    _ages(section, snapshot, limits, today, first_commit)
     return section
 
 
@@ -293,12 +294,12 @@ def _older_than(file: KnowledgeFile, today: date, days: int) -> bool:
     return seen is not None and seen.age_days > days
 
 
-def _ages(section: Section, snapshot: Snapshot, today: date, first_commit: date | None) -> None:
+def _ages(section: Section, snapshot: Snapshot, limits: Limits, today: date, first_commit: date | None) -> None:
     section.add(maybe("store_age_days", "store age", (today - first_commit).days if first_commit else None,
                       "days since the store's first git commit", "the store has no git history", "days"))
     ages: list[tuple[int, str]] = []
     for path in snapshot.tier_paths:
-        seen = activity(snapshot.knowledge(path), today, 90)
+        seen = activity(snapshot.knowledge(path), today, limits.lifecycle.staleness_threshold_days)
         if seen is not None:
             ages.append((seen.age_days, path))
     how = "days since each tier file's newest last_updated/last_validated date; undated files left out"

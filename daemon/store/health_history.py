@@ -12,9 +12,10 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from .budget import BudgetLimits, measure_budget
+from .budget import measure_budget
 from .health import index_entries, index_links
 from .health_model import Section, known, maybe, percent, unknown
+from .limits import Limits
 from .paths import is_legacy
 from .snapshot import snapshot_from_files
 from .spine import Spine
@@ -44,7 +45,7 @@ class HistoryPoint:
         return asdict(self)
 
 
-def measure_point(day: date, commit: str, files: Mapping[str, bytes], limits: BudgetLimits,
+def measure_point(day: date, commit: str, files: Mapping[str, bytes], limits: Limits,
                   root: Path) -> HistoryPoint:
     """Figures of the store held in ``files`` on ``day`` (``root`` only names the store: the
     budget reads nothing from disk)."""

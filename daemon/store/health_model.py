@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import Any
 
+from .limits import Limits
+
 SCHEMA = "distilld.report/1"
 
 Value = int | float | str | None
@@ -80,6 +82,7 @@ class HealthReport:
     layout: str
     helpers: int
     since: str | None
+    limits: Limits  # what the figures were measured against (not in the JSON: the figures name them)
     sections: list[Section] = field(default_factory=list)
     series: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 

@@ -19,8 +19,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from .budget import BudgetLimits, BudgetReport, measure_budget
-from .caps import DEFAULT_CAPS, Caps
+from .budget import BudgetReport, measure_budget
 from .catalog import Catalog
 from .findings import GROUPS, Finding, fail
 from .hygiene import hygiene_findings
@@ -37,6 +36,7 @@ from .invariants import (
     check_c1,
     check_c3,
 )
+from .limits import Limits
 from .paths import CATALOG, LEDGER, LOCAL_SPINE, SPINE
 from .snapshot import Snapshot, refresh_snapshot
 
@@ -98,16 +98,16 @@ class IncrementalStore:
         self._previous = snapshot
         return snapshot
 
-    def check(self, snapshot: Snapshot, caps: Caps = DEFAULT_CAPS) -> list[Finding]:
-        """``check_store(snapshot, caps)``, recomputing only what changed since the last call."""
-        changed = self._begin("check", snapshot, caps)
+    def check(self, snapshot: Snapshot, limits: Limits) -> list[Finding]:
+        """``check_store(snapshot, limits)``, recomputing only what changed since the last call."""
+        changed = self._begin("check", snapshot, limits)
         spine = snapshot.contents.get(SPINE)
-        found: list[Finding] = self._rule("c1", lambda: (spine, caps), lambda: check_c1(snapshot, caps))
-        found = found + self._c2(snapshot, changed) + self._c3(snapshot, caps, changed) + self._hygiene(snapshot, changed)
+        found: list[Finding] = self._rule("c1", lambda: (spine, limits), lambda: check_c1(snapshot, limits))
+        found = found + self._c2(snapshot, changed) + self._c3(snapshot, limits, changed) + self._hygiene(snapshot, changed)
         self._end()
         return found
 
-    def budget(self, snapshot: Snapshot, limits: BudgetLimits, today: date) -> BudgetReport:
+    def budget(self, snapshot: Snapshot, limits: Limits, today: date) -> BudgetReport:
         """``measure_budget(snapshot, limits, today)``, measuring again only the files that changed."""
         files = self._memo("budget", self._begin("budget", snapshot, (limits, today)))
         spine_raw = snapshot.contents.get(SPINE)
@@ -197,12 +197,12 @@ class IncrementalStore:
         return found
 
     # -- C3 and the bad-input notes -------------------------------------------------------------
-    def _c3(self, snapshot: Snapshot, caps: Caps, changed: set[str] | None) -> list[Finding]:
+    def _c3(self, snapshot: Snapshot, limits: Limits, changed: set[str] | None) -> list[Finding]:
         files, contents, tree = self._memo("c3", changed), snapshot.contents, self._tree_version
         found: list[Finding] = []
         for path in snapshot.tier_paths:
-            found += files.get(path, lambda: (contents.get(path), caps, tree),
-                               lambda: check_c3(_view(snapshot, tier_paths=[path]), caps))
+            found += files.get(path, lambda: (contents.get(path), limits, tree),
+                               lambda: check_c3(_view(snapshot, tier_paths=[path]), limits))
         return found
 
     def _hygiene(self, snapshot: Snapshot, changed: set[str] | None) -> list[Finding]:
@@ -228,7 +228,7 @@ def _archived_inputs(snapshot: Snapshot, catalog: Catalog, path: str) -> tuple[H
     return (snapshot.contents.get(path), catalog.row_for(path), ledger is None, event.text if event else None)
 
 
-def _budget_of(snapshot: Snapshot, path: str, limits: BudgetLimits, today: date) -> BudgetReport:
+def _budget_of(snapshot: Snapshot, path: str, limits: Limits, today: date) -> BudgetReport:
     """The budget findings of one file: measured on a view without the SPINE (whose size, measured
     once, is no file's business)."""
     snapshot.knowledge(path)  # parsed into the shared cache, so the view needs no contents

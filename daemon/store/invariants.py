@@ -7,11 +7,11 @@ Notes never fail a group; they carry the bad-input diagnostics the reference is 
 
 from __future__ import annotations
 
-from .caps import DEFAULT_CAPS, Caps
 from .catalog import Catalog, is_known_segment
 from .findings import Finding, fail, note
 from .hygiene import hygiene_findings
 from .ledger import Ledger
+from .limits import Limits
 from .paths import CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, archived_path, contained, is_legacy
 from .snapshot import Snapshot
 from .spine import hook_of_entry
@@ -20,21 +20,21 @@ from .text import clip, field, rtrim, sha256_hex
 from .tierfile import parse_inline_list
 
 
-def check_c1(snapshot: Snapshot, caps: Caps = DEFAULT_CAPS) -> list[Finding]:
+def check_c1(snapshot: Snapshot, limits: Limits) -> list[Finding]:
     spine = snapshot.spine
     if spine is None:
         return [fail("C1", "spine-missing", SPINE, "SPINE.md missing")]
     found: list[Finding] = []
-    if spine.line_count > caps.spine_max_lines:
+    if spine.line_count > limits.spine.max_lines:
         found.append(fail("C1", "spine-lines", SPINE,
-                          f"SPINE has {spine.line_count} lines (max {caps.spine_max_lines})"))
-    if spine.size > caps.spine_max_bytes:
+                          f"SPINE has {spine.line_count} lines (max {limits.spine.max_lines})"))
+    if spine.size > limits.spine.max_bytes:
         found.append(fail("C1", "spine-bytes", SPINE,
-                          f"SPINE is {spine.size} bytes (max {caps.spine_max_bytes})"))
+                          f"SPINE is {spine.size} bytes (max {limits.spine.max_bytes})"))
     for entry in spine.entries:
-        if entry.byte_len > caps.entry_max_bytes:
+        if entry.byte_len > limits.spine.entry_max_bytes:
             found.append(fail("C1", "entry-bytes", SPINE,
-                              f"entry over {caps.entry_max_bytes} bytes ({entry.byte_len}): "
+                              f"entry over {limits.spine.entry_max_bytes} bytes ({entry.byte_len}): "
                               f"{clip(entry.joined, 60)}..."))
     if not spine.has_catalog_line:
         found.append(fail("C1", "no-catalog-line", SPINE, "SPINE has no catalog line"))
@@ -278,15 +278,15 @@ def _tree_shape(snapshot: Snapshot) -> list[Finding]:
     return found
 
 
-def check_c3(snapshot: Snapshot, caps: Caps = DEFAULT_CAPS) -> list[Finding]:
+def check_c3(snapshot: Snapshot, limits: Limits) -> list[Finding]:
     found: list[Finding] = []
     for path in snapshot.tier_paths:
         file = snapshot.knowledge(path)
-        if file.line_count > caps.file_max_lines:
-            found.append(fail("C3", "file-lines", path, f"{path} has {file.line_count} lines (max {caps.file_max_lines})"))
-        if file.oversize_reason is None and file.size > caps.file_max_bytes:
+        if file.line_count > limits.tier_file.max_lines:
+            found.append(fail("C3", "file-lines", path, f"{path} has {file.line_count} lines (max {limits.tier_file.max_lines})"))
+        if file.oversize_reason is None and file.size > limits.tier_file.max_bytes:
             found.append(fail("C3", "file-bytes", path,
-                              f"{path} is {file.size} bytes (max {caps.file_max_bytes}; "
+                              f"{path} is {file.size} bytes (max {limits.tier_file.max_bytes}; "
                               "declare oversize: <reason> to exempt)"))
         read_with = file.fm("read_with")
         if read_with is not None:
@@ -315,9 +315,9 @@ def _read_with(snapshot: Snapshot, path: str, value: str) -> list[Finding]:
     return found
 
 
-def check_store(snapshot: Snapshot, caps: Caps = DEFAULT_CAPS) -> list[Finding]:
+def check_store(snapshot: Snapshot, limits: Limits) -> list[Finding]:
     """C1-C3 and the bad-input notes, in group order."""
-    return check_c1(snapshot, caps) + check_c2(snapshot) + check_c3(snapshot, caps) + hygiene_findings(snapshot)
+    return check_c1(snapshot, limits) + check_c2(snapshot) + check_c3(snapshot, limits) + hygiene_findings(snapshot)
 
 
 def crlf_conversion_hint(raw: bytes, want: str | None) -> str:

@@ -8,8 +8,6 @@ from datetime import date
 
 from .tierfile import KnowledgeFile
 
-DEFAULT_STALENESS_DAYS = 90
-
 
 @dataclass(frozen=True)
 class Activity:

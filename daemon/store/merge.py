@@ -25,14 +25,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from .caps import DEFAULT_CAPS, Caps
 from .catalog import render_catalog
 from .findings import Finding
 from .fs import line_ending_of, with_line_ending
 from .incremental import IncrementalStore
 from .ledger import Ledger, LedgerLine, merge_ledgers
+from .limits import Limits
 from .line_replay import replay_lines
-from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, archived_path
+from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, TIERS, archived_path
 from .snapshot import snapshot_from_files
 from .spine import Spine, add_entry, find_entry, remove_pointer
 from .sync_inbox import ConflictInbox, conflict_item
@@ -294,7 +294,7 @@ class _Merger:
                 self.result.resolutions.append(f"{SPINE}: entry for restored {path} re-added from the ledger")
 
     # -- derived file and checks --------------------------------------------------------
-    def catalog_and_checks(self, caps: Caps) -> None:
+    def catalog_and_checks(self, limits: Limits) -> None:
         with tempfile.TemporaryDirectory(prefix="distilld-merge-") as empty:
             root = Path(empty)
             merged = snapshot_from_files(root, self.view.materialise())
@@ -311,14 +311,14 @@ class _Merger:
             # checker, so a file (or rule) whose inputs are the same in the next tree is not
             # checked again. Same findings as check_store on each.
             passes = IncrementalStore()
-            failing = [f for f in passes.check(merged, caps) if f.severity == "fail"]
+            failing = [f for f in passes.check(merged, limits) if f.severity == "fail"]
             # A failure either side already had is inherited, not the merge's doing; each side is
             # checked only while some failure is still unexplained.
             for side in (self.theirs, self.ours):
                 if not failing:
                     break
                 files = {p: raw for p in side.paths() if (raw := side.get(p)) is not None}
-                before = {(f.group, f.code, f.message) for f in passes.check(snapshot_from_files(root, files), caps)
+                before = {(f.group, f.code, f.message) for f in passes.check(snapshot_from_files(root, files), limits)
                           if f.severity == "fail"}
                 self.result.inherited += [f for f in failing if (f.group, f.code, f.message) in before]
                 failing = [f for f in failing if (f.group, f.code, f.message) not in before]
@@ -331,14 +331,14 @@ class _Merger:
                                                       f"{path} holds git conflict markers"))
 
 
-def merge_stores(base: FileSet, ours: FileSet, theirs: FileSet, now: datetime, sides: Sides = Sides(),
-                 caps: Caps = DEFAULT_CAPS, token: Callable[[], str] = lambda: secrets.token_hex(2)) -> StoreMerge:
+def merge_stores(base: FileSet, ours: FileSet, theirs: FileSet, now: datetime, limits: Limits, sides: Sides = Sides(),
+                 token: Callable[[], str] = lambda: secrets.token_hex(2)) -> StoreMerge:
     """Merge theirs into ours (both descended from base); see the module docstring."""
     merger = _Merger(base, ours, theirs, sides, now, token)
     merger.files()
     ledger = merger.ledger()
     if ledger is not None:
         merger.agree_with(ledger)
-    merger.catalog_and_checks(caps)
+    merger.catalog_and_checks(limits)
     merger.markers()
     return merger.result

@@ -48,7 +48,7 @@ import sys
 from pathlib import Path
 from distilld.actions.check import render_text, run_check
 from distilld.policy import load_policy
-result = run_check(Path(sys.argv[1]), None, load_policy().caps)
+result = run_check(Path(sys.argv[1]), load_policy().limits)
 sys.stdout.write(render_text(result))
 sys.exit(0 if result.ok else 1)
 """

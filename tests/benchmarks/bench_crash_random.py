@@ -68,6 +68,8 @@ from test_crash_safety import (
     tree_hashes,
 )
 
+LIMITS = load_policy().limits
+
 WORDS = ("ingest", "billing", "backfill", "dashboards", "exports", "schema", "warehouse", "retention",
          "latency", "alerts", "parquet", "replay", "quota", "audit", "invoices", "lineage")
 
@@ -247,8 +249,7 @@ def one_run(seed: int, work: Path, cross: float, trace: Trace) -> None:
             if rng.random() < 0.5:
                 target = ARCHIVE_PREFIX + target
             policy = load_policy()
-            members = plan_restore(take_snapshot(root), target, policy.spine.entry_max_bytes,
-                                   policy.spine.entry_target_bytes, policy.spine.max_lines, policy.spine.max_bytes)
+            members = plan_restore(take_snapshot(root), target, policy.limits)
             restamped = frozenset(m.path for m in members)
             args = ["restore", target, str(root)]
             trace.add(f"({target}, {len(members)} member{'s' if len(members) > 1 else ''})")
@@ -320,7 +321,7 @@ def cross_recovery(rng: random.Random, root: Path, before: Path, operation: str,
 
 def whole_problems(root: Path, before: Path, restamped: frozenset[str], c4: bool) -> list[str]:
     after = take_snapshot(root)
-    problems = failing(check_store(after))
+    problems = failing(check_store(after, LIMITS))
     if c4:
         problems += failing(check_c4(take_snapshot(before), after))
     else:

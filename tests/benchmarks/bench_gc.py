@@ -32,16 +32,18 @@ from distilld.engine.passes.gc.apply import apply_gc  # noqa: E402
 from distilld.engine.passes.gc.plan import plan_gc  # noqa: E402
 from distilld.engine.lock import StoreLock  # noqa: E402
 from distilld.engine.passes.gc.model import GcPlan  # noqa: E402
+from distilld.policy import load_policy  # noqa: E402
 from distilld.store.snapshot import take_snapshot  # noqa: E402
 
+LIMITS = load_policy().limits
 LATER = datetime(2028, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
 
 
 def plan_at(root: Path) -> tuple[Sample, Sample, GcPlan]:
     found: list[Any] = []
     read = run_call(lambda: found.append(take_snapshot(root)))
-    planned = run_call(lambda: found.append(plan_gc(found[0], LATER.date(), "2028-01-01T12:00:00Z", 90,
-                                                    ("projects",))))
+    planned = run_call(lambda: found.append(plan_gc(found[0], LATER.date(), "2028-01-01T12:00:00Z",
+                                                    LIMITS)))
     return read, planned, found[1]
 
 
@@ -82,10 +84,10 @@ def bench_apply(scale: int, moves: int) -> None:
         root = Path(scratch) / "store"
         generate_store(root, scale=scale, layout="migrated")
         before = take_snapshot(root)
-        plan = first_moves(plan_gc(before, LATER.date(), "2028-01-01T12:00:00Z", 90, ("projects",)), moves)
+        plan = first_moves(plan_gc(before, LATER.date(), "2028-01-01T12:00:00Z", LIMITS), moves)
         lock = StoreLock(root, "distilld.bench")
         lock.acquire()
-        ctx = PassContext(root, lock, lambda: LATER)
+        ctx = PassContext(root, lock, lambda: LATER, LIMITS)
         ctx.take_baseline()
         closing_time: list[float] = []
         closing = gc_engine._finish

@@ -48,6 +48,7 @@ from distilld.gitstore.sync import sync_store  # noqa: E402
 from distilld.policy import load_policy  # noqa: E402
 
 NOW = datetime(2027, 1, 15, 12, 0, 0, tzinfo=UTC)
+LIMITS = load_policy().limits
 IDENTITY = Identity("bench", "bench@localhost")
 
 
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         wait_for_gc(store)
         repo_store = open_store(store)
         signature = IDENTITY.signature(NOW)
-        sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)  # the first push
+        sync_store(repo_store, lambda: NOW, IDENTITY, no_lock, LIMITS)  # the first push
 
         # -- commits ----------------------------------------------------------------------------
         if "commit" not in skip:
@@ -170,16 +171,16 @@ def main(argv: list[str] | None = None) -> int:
             one = ratio(found["1 path, distilld"], found["1 path, git commit --only"], wall=True)
             row(f"1-path commit, distilld (pygit2) / `git commit --only` ({x}), wall", f"{one:.2f}", "<= 0.5",
                 one <= 0.5)
-            sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)  # push them: the next syncs are no-ops
+            sync_store(repo_store, lambda: NOW, IDENTITY, no_lock, LIMITS)  # push them: the next syncs are no-ops
 
         # -- no-op sync -------------------------------------------------------------------------
         if "sync" not in skip:
             found = interleaved({
                 "distilld sync, nothing to do": lambda: run_call(
-                    lambda: sync_store(open_store(store), lambda: NOW, IDENTITY, no_lock)),
+                    lambda: sync_store(open_store(store), lambda: NOW, IDENTITY, no_lock, LIMITS)),
                 "git fetch, nothing to fetch": lambda: bench.git("fetch", "-q", "origin", cwd=store),
             }, args.rounds)
-            report = sync_store(open_store(store), lambda: NOW, IDENTITY, no_lock)
+            report = sync_store(open_store(store), lambda: NOW, IDENTITY, no_lock, LIMITS)
             assert report.state == "up-to-date", report
             for series in found.values():
                 print(f"    {describe(series)}")
@@ -227,9 +228,9 @@ def main(argv: list[str] | None = None) -> int:
             for n in range(args.rounds + 1):
                 append(store / one, f"<!-- first machine {n} -->\n")
                 append(other / spare, f"<!-- second machine {n} -->\n")
-                sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)
+                sync_store(repo_store, lambda: NOW, IDENTITY, no_lock, LIMITS)
                 sample = run_call(lambda: sync_store(open_store(other), lambda: NOW, Identity("other", "o@l"),
-                                                     no_lock))
+                                                     no_lock, LIMITS))
                 append(left / one, f"<!-- left {n} -->\n")
                 bench.git_quiet("commit", "-q", "-am", "left", cwd=left)
                 bench.git_quiet("push", "-q", "origin", "HEAD:main", cwd=left)
@@ -238,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                 cli_sample = bench.git("pull", "-q", "--no-rebase", "--no-edit", "origin", "main", cwd=right)
                 bench.git_quiet("push", "-q", "origin", "HEAD:main", cwd=right)
                 bench.git_quiet("pull", "-q", "--no-rebase", "--no-edit", "origin", "main", cwd=left)
-                sync_store(repo_store, lambda: NOW, IDENTITY, no_lock)
-                sync_store(open_store(other), lambda: NOW, Identity("other", "o@l"), no_lock)
+                sync_store(repo_store, lambda: NOW, IDENTITY, no_lock, LIMITS)
+                sync_store(open_store(other), lambda: NOW, Identity("other", "o@l"), no_lock, LIMITS)
                 if n:
                     ours_series.samples.append(sample)
                     cli_series.samples.append(cli_sample)

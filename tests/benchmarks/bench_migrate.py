@@ -104,7 +104,7 @@ def bench(scale: int, policy_file: Path | None = None) -> None:
         backup = migration_dirs(root)[-1].backup
         started = time.perf_counter()
         now = take_snapshot(root)
-        failing = [f for f in check_store(now, policy.caps) + check_c4(take_snapshot(backup), now)
+        failing = [f for f in check_store(now, policy.limits) + check_c4(take_snapshot(backup), now)
                    if f.severity == "fail"]
         print(f"  independent re-check C1-C4: {'PASS' if not failing else failing[:3]} "
               f"({time.perf_counter() - started:.2f} s)")

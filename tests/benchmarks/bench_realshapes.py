@@ -61,7 +61,7 @@ def one(root: Path, seed: int, oracle: bool, overlay: bool) -> dict[str, object]
     wall, cpu = time.perf_counter() - wall, _cpu() - cpu
     backup = migration_dirs(root)[-1].backup
     after = take_snapshot(root)
-    failing = [f for f in check_store(after, policy.caps) + check_c4(take_snapshot(backup), after)
+    failing = [f for f in check_store(after, policy.limits) + check_c4(take_snapshot(backup), after)
                if f.severity == "fail"]
     result: dict[str, object] = {"seed": seed, "finished": outcome.finished, "failing": len(failing),
                                  "first_failure": failing[0].message if failing else "", "wall": wall, "cpu": cpu}

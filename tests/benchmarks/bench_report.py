@@ -23,7 +23,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from distilld.actions.budget import limits_from
 from distilld.actions.health import build_report
 from distilld.actions.health_html import render_html
 from distilld.policy import load_policy
@@ -42,7 +41,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     policy = load_policy()
-    limits = limits_from(policy)
+    limits = policy.limits
     with tempfile.TemporaryDirectory(prefix="bench-report-") as folder:
         root = Path(folder)
         build_store_b_with_history(root)

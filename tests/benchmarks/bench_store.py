@@ -43,6 +43,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from benchutil import load_average  # noqa: E402
+from distilld.policy import load_policy  # noqa: E402
+
+LIMITS = load_policy().limits
 MB = 1024 * 1024
 TARGET_1X_MS = 100.0
 TARGET_100X_S = 3.0
@@ -71,7 +74,7 @@ def measure(root: Path, repeat: int, with_c4: bool) -> dict[str, Any]:
         t0 = time.perf_counter()
         snapshot = take_snapshot(root)
         t1 = time.perf_counter()
-        findings = check_store(snapshot)
+        findings = check_store(snapshot, LIMITS)
         t2 = time.perf_counter()
         catalog_text = render_catalog(snapshot, now)
         t3 = time.perf_counter()

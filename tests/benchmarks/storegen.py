@@ -1133,10 +1133,11 @@ def check_summary(root: Path) -> dict[str, Any]:
     """distilld's C1-C3 over the store: PASS/FAIL per group and the failure codes counted."""
     from collections import Counter
 
+    from distilld.policy import load_policy
     from distilld.store.invariants import check_store
     from distilld.store.snapshot import take_snapshot
 
-    found = check_store(take_snapshot(root))
+    found = check_store(take_snapshot(root), load_policy().limits)
     summary: dict[str, Any] = {}
     for group in ("C1", "C2", "C3"):
         fails = [f for f in found if f.group == group and f.severity == "fail"]

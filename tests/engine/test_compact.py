@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from builders import EM, StoreBuilder
-from distilld.actions.compact import render_json, render_text, run_compact
+from distilld.actions.compact import plan_for, render_json, render_plan, render_text, run_compact
 from distilld.cli import main as cli_main
 from distilld.engine.passes.compaction.apply import CompactRefused
-from distilld.policy import load_policy
+from distilld.policy import load_policy, parse_policy
 from distilld.store.snapshot import take_snapshot
 from distilld.store.spine import Spine
 from distilld.store.tierfile import KnowledgeFile
@@ -286,3 +286,20 @@ def test_a_crlf_spine_keeps_crlf_on_every_line_it_rewrites(tmp_path: Path) -> No
     raw = b.read("SPINE.md")
     assert raw.count(b"\n") == raw.count(b"\r\n") > 40
     oracle_passes(root, tmp_path / "before")
+
+
+def test_the_hook_floors_and_the_note_come_from_the_policy(tmp_path: Path) -> None:
+    migrated_store_over_targets(tmp_path)
+    snapshot = take_snapshot(tmp_path)
+
+    def plan(spine: str) -> tuple[int, bool, bool]:
+        compaction = plan_for(snapshot, parse_policy(f"[spine]\nentry_target_bytes = 150\n{spine}", "test.toml"), NOW)
+        noted = any(line.startswith("note: the pointer groups leave room") for line in render_plan(compaction, "h"))
+        return compaction.floor, compaction.floor_lowered, noted
+
+    assert plan("") == (80, False, False)  # the first floor of default.toml
+    assert plan("hook_floors = [40, 0]\n") == (40, False, False)
+    # A SPINE cap that even bare pointer groups miss: the floor goes down the policy's ladder to its end.
+    tight = "max_bytes = 7000\ncompact_at_bytes = 7000\n"
+    assert plan(tight) == (0, True, True)
+    assert plan(tight + "hook_floors = [0]\n") == (0, False, False)  # nothing lowered: no note

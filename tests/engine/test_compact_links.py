@@ -12,6 +12,8 @@ from distilld.store.hooks import short_hook
 from distilld.store.invariants import check_store
 from distilld.store.snapshot import take_snapshot
 
+LIMITS = load_policy().limits
+
 
 def test_a_cut_read_clause_keeps_its_links() -> None:
     hook = "Alpha rules. Read when touching " + "subsystem and " * 30 + "with [Beta notes](craft/beta.md) open"
@@ -32,4 +34,4 @@ def test_compaction_keeps_the_only_pointer_that_sits_in_a_read_clause(tmp_path: 
     assert report.ok
     spine = (tmp_path / "SPINE.md").read_text()
     assert "](craft/beta.md)" in spine
-    assert [f.message for f in check_store(take_snapshot(tmp_path)) if f.severity == "fail"] == []
+    assert [f.message for f in check_store(take_snapshot(tmp_path), LIMITS) if f.severity == "fail"] == []

@@ -47,10 +47,13 @@ from distilld.cli import main as cli_main
 from distilld.engine.crash import CRASH_ENV
 from distilld.engine.passes.gc.manifest import all_manifests
 from distilld.engine.lock import format_iso, read_lock
+from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.lossless import check_c4
 from distilld.store.paths import ARCHIVE_PREFIX, LEDGER, is_legacy, strip_archive
 from distilld.store.snapshot import take_snapshot
+
+LIMITS = load_policy().limits
 
 pytestmark = pytest.mark.slow
 
@@ -334,7 +337,7 @@ def tree_hashes(root: Path, skip: tuple[str, ...] = ("data/", ".status")) -> dic
 def assert_whole(root: Path, before: Path, operation: str) -> None:
     """Everything a store must be after a recovered pass (see the module docstring)."""
     after = take_snapshot(root)
-    assert failing(check_store(after)) == []
+    assert failing(check_store(after, LIMITS)) == []
     if operation in ("apply", "recovery"):
         assert failing(check_c4(take_snapshot(before), after)) == []
     else:
@@ -473,7 +476,7 @@ def test_the_next_command_whatever_it_is_recovers_first(
     restamped = frozenset({"projects/a.md", "projects/a-2.md", "projects/marlin.md"})
 
     def assert_whole_now(moment: str) -> None:
-        assert failing(check_store(take_snapshot(store))) == [], moment
+        assert failing(check_store(take_snapshot(store), LIMITS)) == [], moment
         assert ledger_tree_disagreements(store) == [], moment
         assert stubs(store) == [], moment
         assert lost_lines(before, store, restamped) == [], moment

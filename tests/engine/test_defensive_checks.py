@@ -190,7 +190,7 @@ def test_an_out_of_order_line_is_reported_once_against_the_line_before_it(tmp_pa
     b.ledger([event,
               "- 2026-09-01 restore | from: archive/projects/x.md | to: projects/x.md | reason: a",
               "- 2026-09-05 archive | from: projects/x.md | to: archive/projects/x.md | reason: b"])
-    found = [f.message for f in check_store(take_snapshot(tmp_path)) if f.code == "ledger-out-of-order"]
+    found = [f.message for f in check_store(take_snapshot(tmp_path), POLICY.limits) if f.code == "ledger-out-of-order"]
     # 2026-09-01 comes after 2026-09-11 (out of order); 2026-09-05 comes after 2026-09-01 (in order).
     assert found == ["ledger events out of order: 2026-09-01 appended after 2026-09-11T08:00:00Z "
                      "(append order must be date order)"]

@@ -181,7 +181,7 @@ def test_a_first_gc_creates_the_ledger_and_a_crlf_ledger_stays_crlf(b: StoreBuil
     else:
         assert ledger.startswith(before) and ledger[len(before):].startswith(line)
         assert ledger.endswith(b"\r\n") and ledger.count(b"\n") == ledger.count(b"\r\n")
-    assert failing(check_store(take_snapshot(b.root))) == []
+    assert failing(check_store(take_snapshot(b.root), POLICY.limits)) == []
 
 
 def test_ledger_line_and_manifest_are_written_before_each_move(b: StoreBuilder,
@@ -235,11 +235,11 @@ def test_stamps_never_go_back_when_another_machine_wrote_a_later_line(b: StoreBu
 
     lines = ledger_lines(b.root)
     assert [line.split(" ")[1] for line in lines] == [newest] + [expected] * 4
-    assert failing(check_store(take_snapshot(b.root))) == []  # no "out of order", no "catalog stale"
+    assert failing(check_store(take_snapshot(b.root), POLICY.limits)) == []  # no "out of order", no "catalog stale"
 
     run_gc_revert(b.root, POLICY, revert_clock, None)
     assert [line.split(" ")[1] for line in ledger_lines(b.root)][-4:] == [expected] * 4
-    assert failing(check_store(take_snapshot(b.root))) == []
+    assert failing(check_store(take_snapshot(b.root), POLICY.limits)) == []
 
 
 # -- manifest, gc-log, catalog, self-check ----------------------------------------------------------
@@ -309,7 +309,7 @@ def test_the_catalog_is_rebuilt_with_the_archived_row(b: StoreBuilder) -> None:
             " | reason: no activity for 213 days (threshold 90) | from projects/heron.md"
             " | hook: Heron clickstream \\| batch fallback. Read when working on heron.\n") in catalog
     assert "- projects/heron.md |" not in catalog
-    assert [f for f in failing(check_store(take_snapshot(b.root))) if f.startswith("[C2]")] == []
+    assert [f for f in failing(check_store(take_snapshot(b.root), POLICY.limits)) if f.startswith("[C2]")] == []
 
 
 def test_the_self_check_passes_c1_to_c3_and_c4_against_the_store_before(b: StoreBuilder, tmp_path: Path) -> None:
@@ -320,7 +320,7 @@ def test_the_self_check_passes_c1_to_c3_and_c4_against_the_store_before(b: Store
 
     assert report.outcome is not None and report.outcome.self_check == [] and report.ok
     after = take_snapshot(b.root)
-    assert failing(check_store(after)) == []
+    assert failing(check_store(after, POLICY.limits)) == []
     assert failing(check_c4(take_snapshot(tmp_path / "before"), after)) == []
     assert "self-check passed (C1-C3, C4 against the store before the pass)\n" in render_text(report)
 
@@ -487,7 +487,7 @@ def test_revert_brings_every_move_back_with_a_restore_line_and_its_spine_entry(b
     assert HERON_ENTRY + "\n" in spine
     assert Counter(spine.splitlines()) == Counter(spine_before.splitlines())
     assert b.read("CATALOG.md").decode() == render_catalog(take_snapshot(b.root), REVERT_NOW)
-    assert failing(check_store(take_snapshot(b.root))) == []
+    assert failing(check_store(take_snapshot(b.root), POLICY.limits)) == []
     manifest = json.loads(b.read(f"data/gc-manifests/{MANIFEST_NAME}"))
     assert manifest["reverted"] is True and all(m["done"] for m in manifest["moves"])
 
@@ -534,7 +534,7 @@ def test_revert_of_an_entry_over_400_bytes_writes_a_short_entry_and_keeps_the_ho
     assert short.endswith("Read when working on heron or replaying clickstream.")
     assert b.read("projects/heron.md") == (
         HERON_RAW + b"\n## Index detail (moved from SPINE 2026-12-01)\n\n" + hook.encode() + b"\n")
-    assert failing(check_store(take_snapshot(b.root))) == []
+    assert failing(check_store(take_snapshot(b.root), POLICY.limits)) == []
 
 
 def test_revert_re_adds_entries_within_the_spine_budget(b: StoreBuilder) -> None:

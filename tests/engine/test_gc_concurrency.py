@@ -49,6 +49,8 @@ from test_crash_safety import (
     stubs,
 )
 
+LIMITS = load_policy().limits
+
 pytestmark = pytest.mark.slow
 
 _CTX: Any = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
@@ -195,7 +197,7 @@ def test_gc_and_lock_holders_take_turns(tmp_path: Path) -> None:
     assert st.st_size == 0
 
     # Every pass was whole: the store is back to its first state, with 2 ledger lines per move.
-    assert failing(check_store(take_snapshot(root))) == []
+    assert failing(check_store(take_snapshot(root), LIMITS)) == []
     assert ledger_tree_disagreements(root) == [] and stubs(root) == []
     ledger = take_snapshot(root).ledger
     assert ledger is not None and len(ledger.events) == 1 + 2 * len(MOVED) * GC_ROUNDS
@@ -230,7 +232,7 @@ def test_gc_pass_taken_over_as_stale_stops_at_its_next_heartbeat(tmp_path: Path)
     t0 = int(time.time())
     lock = StoreLock(root, "distilld.test", stale_seconds=300, clock=FrozenClock(t0))
     lock.acquire()
-    ctx = PassContext(root, lock, clock=_real_clock)
+    ctx = PassContext(root, lock, _real_clock, LIMITS)
     before = take_snapshot(root)
     plan = _plan(before, load_policy(), ctx.now())
     assert [m.source for m in plan.moves] == MOVED
@@ -250,10 +252,10 @@ def test_gc_pass_taken_over_as_stale_stops_at_its_next_heartbeat(tmp_path: Path)
     assert stubs(root) == []
 
     # The new owner can recover the interrupted pass to a whole store.
-    outcome = recover_gc(PassContext(root, thief, clock=_real_clock))
+    outcome = recover_gc(PassContext(root, thief, _real_clock, LIMITS))
     assert outcome.self_check == []
     after = take_snapshot(root)
-    assert failing(check_store(after)) == []
+    assert failing(check_store(after, LIMITS)) == []
     assert failing(check_c4(before, after)) == []
     assert ledger_tree_disagreements(root) == [] and stubs(root) == []
     assert (root / ".lock").read_bytes().startswith(b"agent.thief ")
@@ -274,9 +276,8 @@ def test_restore_taken_over_as_stale_stops_at_its_next_heartbeat(tmp_path: Path)
     t0 = int(time.time())
     lock = StoreLock(root, "distilld.test", stale_seconds=300, clock=FrozenClock(t0))
     lock.acquire()
-    ctx = PassContext(root, lock, clock=_real_clock)
-    members = plan_restore(take_snapshot(root), "projects/a.md", policy.spine.entry_max_bytes,
-                           policy.spine.entry_target_bytes, policy.spine.max_lines, policy.spine.max_bytes)
+    ctx = PassContext(root, lock, _real_clock, LIMITS)
+    members = plan_restore(take_snapshot(root), "projects/a.md", policy.limits)
     assert [m.path for m in members] == ["projects/a.md", "projects/a-2.md"]
 
     thief, thief_line = _steal(root, 300, t0)
@@ -288,8 +289,8 @@ def test_restore_taken_over_as_stale_stops_at_its_next_heartbeat(tmp_path: Path)
     assert len(back) <= 1, f"the restore kept moving files after losing its lock: {back}"
     assert len(unfinished_restores(root)) == 1
 
-    recover_restores(PassContext(root, thief, clock=_real_clock))
-    assert failing(check_store(take_snapshot(root))) == []
+    recover_restores(PassContext(root, thief, _real_clock, LIMITS))
+    assert failing(check_store(take_snapshot(root), LIMITS)) == []
     assert ledger_tree_disagreements(root) == [] and stubs(root) == []
     assert lost_lines(before_dir, root, frozenset({"projects/a.md", "projects/a-2.md"})) == []
     thief.release()
@@ -321,4 +322,4 @@ def test_revert_undoes_the_newest_pass_even_when_two_passes_share_a_second(tmp_p
         f"gc --revert without --manifest did not undo the newest pass ({second.manifest}); "
         f"it chose {chose} (manifests in sorted order: {names})")
     assert report.outcome is not None and report.outcome.manifest == second.manifest
-    assert failing(check_store(take_snapshot(root))) == []
+    assert failing(check_store(take_snapshot(root), LIMITS)) == []

@@ -59,8 +59,7 @@ def with_entries(b: StoreBuilder, entries: list[str]) -> StoreBuilder:
 
 
 def plan_of(root: Path) -> GcPlan:
-    return plan_gc(take_snapshot(root), TODAY, NOW_STAMP, POLICY.lifecycle.staleness_threshold_days,
-                   POLICY.lifecycle.candidate_dirs)
+    return plan_gc(take_snapshot(root), TODAY, NOW_STAMP, POLICY.limits)
 
 
 def moved(plan: GcPlan) -> list[str]:

@@ -149,7 +149,7 @@ def test_migration_never_loses_a_line_and_then_compaction_never_does(store: dict
         assert outcome.ok, [f.message for f in outcome.self_check]
         backup = migration_dirs(root)[0].backup
         after = take_snapshot(root)
-        assert failing(check_store(after, POLICY.caps)) == []
+        assert failing(check_store(after, POLICY.limits)) == []
         assert failing(check_c4(take_snapshot(backup), after)) == []
 
         # the files grow again; compaction brings them back and still loses nothing

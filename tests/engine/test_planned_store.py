@@ -75,7 +75,7 @@ def cli(args: list[str]) -> tuple[int, str]:
 
 
 def failing(root: Path) -> list[str]:
-    return [f.message for f in check_store(take_snapshot(root), POLICY.caps) if f.severity == "fail"]
+    return [f.message for f in check_store(take_snapshot(root), POLICY.limits) if f.severity == "fail"]
 
 
 # -- the overlay itself ----------------------------------------------------------------------------
@@ -95,7 +95,7 @@ def test_the_planned_snapshot_lays_the_plan_over_the_store_on_disk(tmp_path: Pat
     assert after.local_spine is not None and after.local_spine.pointer_list == ["local/laptop.md"]
     assert (root / "ops/deploy.md").exists() and not (root / "craft/testing-3.md").exists()  # nothing written
     unchanged = planned_snapshot(before, before.file_contents())
-    assert check_store(unchanged, POLICY.caps) == check_store(before, POLICY.caps)
+    assert check_store(unchanged, POLICY.limits) == check_store(before, POLICY.limits)
 
 
 # -- the four passes ----------------------------------------------------------------------------------

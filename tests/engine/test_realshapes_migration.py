@@ -39,7 +39,7 @@ def migrate(root: Path) -> Path:
 
 def check_migrated(root: Path, backup: Path) -> None:
     after = take_snapshot(root)
-    failing = [f for f in check_store(after, POLICY.caps) + check_c4(take_snapshot(backup), after)
+    failing = [f for f in check_store(after, POLICY.limits) + check_c4(take_snapshot(backup), after)
                if f.severity == "fail"]
     assert failing == []
     spine = after.spine
@@ -77,7 +77,7 @@ def test_joined_pointer_groups_become_one_group_and_keep_every_word(tmp_path: Pa
 
 def test_check_notes_a_line_whose_pointers_are_joined_by_a_comma(tmp_path: Path) -> None:
     root = generate(tmp_path / "store", 3)
-    notes = [f for f in check_store(take_snapshot(root), POLICY.caps) if f.code == "pointer-joiners"]
+    notes = [f for f in check_store(take_snapshot(root), POLICY.limits) if f.code == "pointer-joiners"]
     assert notes and all(f.severity == "note" for f in notes)
     assert "joins its pointers with something other than ' + '" in notes[0].message
 

@@ -93,7 +93,7 @@ def section(spine: str, heading: str) -> list[str]:
 
 
 def assert_healthy(root: Path, now: datetime = FIXED_NOW) -> None:
-    assert failing(check_store(take_snapshot(root))) == []
+    assert failing(check_store(take_snapshot(root), POLICY.limits)) == []
     assert (root / "CATALOG.md").read_bytes().decode() == render_catalog(take_snapshot(root), now)
 
 
@@ -541,7 +541,7 @@ def test_a_restore_never_finishes_with_the_spine_over_budget(b: StoreBuilder, se
     within both caps."""
     setup(b)
     b.rebuild_catalog()
-    assert failing(check_store(take_snapshot(b.root))) == []
+    assert failing(check_store(take_snapshot(b.root), POLICY.limits)) == []
     before = files(b.root)
 
     try:

@@ -34,6 +34,8 @@ from distilld.store.merge import has_conflict_markers
 from distilld.store.paths import sync_class
 from distilld.store.snapshot import take_snapshot
 
+LIMITS = load_policy().limits
+
 OLD_A_ENTRY = f"- [Old A](projects/old-a.md) {EM} the old A ingest job, retired. Read when asked about A."
 OLD_B_ENTRY = f"- [Old B](projects/old-b.md) {EM} the old B dashboards, retired. Read when asked about B."
 
@@ -186,7 +188,7 @@ def shared_files(root: Path) -> dict[str, bytes]:
 
 
 def failures(root: Path) -> list[str]:
-    return [f"[{f.group}] {f.message}" for f in check_store(take_snapshot(root)) if f.severity == "fail"]
+    return [f"[{f.group}] {f.message}" for f in check_store(take_snapshot(root), LIMITS) if f.severity == "fail"]
 
 
 def assert_converged(origin: Origin, *machines: Machine) -> dict[str, bytes]:

@@ -20,12 +20,12 @@ from distilld.gitstore.merge import (
 )
 from distilld.gitstore.repo import ATTRIBUTE_LINES, BLOCK_END, BLOCK_START
 from distilld.policy import load_policy
-from distilld.store.caps import DEFAULT_CAPS
 from distilld.store.merge import Sides
 from hostile import busy_store
 from pygit2.enums import FileMode
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+LIMITS = load_policy().limits
 SIGNATURE = pygit2.Signature("Rowan", "rowan@example.invalid", 1795000000, 0)
 CONFLICT = b"# Kestrel\n\n<<<<<<< ours\n- one\n=======\n- two\n>>>>>>> theirs\n"
 ATTRIBUTES_TEXT = "\n".join([BLOCK_START, *ATTRIBUTE_LINES, BLOCK_END, ""]).encode()
@@ -94,13 +94,13 @@ def test_a_non_store_file_changed_on_one_side_only_is_taken_not_refused(repo: py
     base = commit(repo, files, [])
     ours = commit(repo, {**files, "README.txt": b"edited here\n"}, [base.id])
     theirs = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Roll back fast.\n"}, [base.id])
-    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", LIMITS, Sides(), "origin/main")
     assert merged.problems == [] and merged.ok and merged.commit is not None
     tree = repo[merged.commit].tree  # type: ignore[attr-defined]
     assert repo[tree["README.txt"].id].data == b"edited here\n"
     assert repo[tree["ops/deploy.md"].id].data.endswith(b"- Roll back fast.\n")
     # and the other way round: changed on their side only, taken from theirs
-    merged = merge_commits(repo, theirs, ours, base, NOW, SIGNATURE, "p2", DEFAULT_CAPS, Sides(), "origin/main")
+    merged = merge_commits(repo, theirs, ours, base, NOW, SIGNATURE, "p2", LIMITS, Sides(), "origin/main")
     assert merged.problems == [] and "README.txt" in merged.changed
 
 
@@ -109,7 +109,7 @@ def test_a_non_store_file_changed_on_both_sides_is_refused(repo: pygit2.Reposito
     base = commit(repo, files, [])
     ours = commit(repo, {**files, "README.txt": b"edited here\n"}, [base.id])
     theirs = commit(repo, {**files, "README.txt": b"edited there\n"}, [base.id])
-    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", LIMITS, Sides(), "origin/main")
     assert merged.problems == ["README.txt: changed on both machines and not a store file; distilld will not "
                                "merge it (merge it with git yourself)"]
     assert merged.commit is None
@@ -187,7 +187,7 @@ def test_a_refused_merge_reports_no_store_merge_and_no_change(repo: pygit2.Repos
     base = commit(repo, files, [])
     ours = commit(repo, {**files, "README.txt": b"edited here\n"}, [base.id])
     theirs = commit(repo, {**files, "README.txt": b"edited there\n"}, [base.id])
-    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", LIMITS, Sides(), "origin/main")
     assert merged.store is None and merged.changed == [] and not merged.ok
 
 
@@ -201,7 +201,7 @@ def test_a_merge_that_would_break_the_store_is_not_committed(repo: pygit2.Reposi
                   [base.id])
     theirs = commit(repo, {**files, "SPINE.md": spine + b"".join(b"<!-- there %d -->\n" % i for i in range(room))},
                     [base.id])
-    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", LIMITS, Sides(), "origin/main")
     assert merged.problems == [] and merged.store is not None and not merged.store.ok
     assert not merged.ok and merged.commit is None
 
@@ -213,7 +213,7 @@ def test_one_sided_non_store_changes_and_deletions_are_taken_from_theirs(repo: p
     ours = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Roll back fast.\n"}, [base.id])
     theirs_files = {k: v for k, v in files.items() if k != "NOTES.txt"}
     theirs = commit(repo, {**theirs_files, "README.txt": b"edited there\n"}, [base.id])
-    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", LIMITS, Sides(), "origin/main")
     assert merged.ok and merged.commit is not None and merged.store is not None
     tree = repo[merged.commit].tree  # type: ignore[attr-defined]
     assert repo[tree["README.txt"].id].data == b"edited there\n"
@@ -227,7 +227,7 @@ def test_a_knowledge_file_changed_on_both_sides_is_kept_and_said_in_the_commit(r
     base = commit(repo, files, [])
     ours = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Ours: roll back fast.\n"}, [base.id])
     theirs = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Theirs: page first.\n"}, [base.id])
-    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main",
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", LIMITS, Sides(), "origin/main",
                            token=lambda: "c0ffee")
     assert merged.ok and merged.commit is not None and merged.store is not None
     assert merged.store.inbox and all("c0ffee" in item for item in merged.store.inbox)
@@ -244,7 +244,7 @@ def test_failures_both_sides_had_are_listed_and_the_commit_carries_its_trailers(
     base = commit(repo, files, [])
     ours = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Ours: roll back.\n"}, [base.id])
     theirs = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Theirs: page first.\n"}, [base.id])
-    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "pass-7", DEFAULT_CAPS, Sides(), "origin/main")
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "pass-7", LIMITS, Sides(), "origin/main")
     assert merged.ok and merged.commit is not None and merged.store is not None
     assert len(merged.store.inherited) > 20 and merged.store.resolutions
     text = repo[merged.commit].message  # type: ignore[attr-defined]
@@ -270,7 +270,7 @@ def test_a_file_archived_on_their_side_leaves_the_merged_tree(repo: pygit2.Repos
     base = commit(repo, before, [])
     ours = commit(repo, {**before, "README.txt": b"edited here\n"}, [base.id])
     theirs = commit(repo, after, [base.id])
-    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", DEFAULT_CAPS, Sides(), "origin/main")
+    merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", LIMITS, Sides(), "origin/main")
     assert merged.ok and merged.commit is not None
     tree = repo[merged.commit].tree  # type: ignore[attr-defined]
     assert "projects/heron.md" not in tree and "archive/projects/heron.md" in tree

@@ -14,7 +14,7 @@ import pytest
 from builders import EM, healthy_store
 from distilld.engine.lock import AcquireResult, StoreLock, default_owner
 from distilld.log import ActivityLog, StatusFile
-from distilld.policy import LockTimings, load_policy
+from distilld.policy import LockTimings, load_policy, parse_policy
 from distilld.runtime import job_runner, jobs
 from distilld.runtime.job_runner import run_job
 from distilld.runtime.jobs import JobEnv, Stopping

@@ -113,8 +113,8 @@ def test_the_daemon_keeps_a_migrated_store_within_budget_while_an_agent_writes(t
     generate(store, 11)
     policy = load_policy(None)
     run_migrate(store, policy, lambda: NOW, "apply")
-    assert check_store(take_snapshot(store), policy.caps) == [] or all(
-        f.severity != "fail" for f in check_store(take_snapshot(store), policy.caps))
+    assert check_store(take_snapshot(store), policy.limits) == [] or all(
+        f.severity != "fail" for f in check_store(take_snapshot(store), policy.limits))
     first = lines_by_family(take_snapshot(store))
 
     runtime = Path(tempfile.mkdtemp(prefix="dd-", dir="/tmp"))
@@ -150,7 +150,7 @@ def test_the_daemon_keeps_a_migrated_store_within_budget_while_an_agent_writes(t
             wait_for(lambda: (status().get("passes", {}).get("compaction") or {}).get("at") != at and idle(),
                      180, f"the compaction after session {number}")
             snapshot = take_snapshot(store)
-            failing = [f for f in check_store(snapshot, policy.caps) if f.severity == "fail"]
+            failing = [f for f in check_store(snapshot, policy.limits) if f.severity == "fail"]
             compaction = status()["passes"]["compaction"]
             assert compaction["ok"] is True, compaction
             if failing:  # over a cap still: then the daemon names the file, and compaction said why

@@ -23,9 +23,12 @@ import pytest
 from builders import EM, KESTREL_ENTRY, StoreBuilder, healthy_store
 
 from distilld.cli import main
+from distilld.policy import load_policy
 from distilld.store.findings import Finding
 from distilld.store.invariants import check_store
 from distilld.store.snapshot import take_snapshot
+
+LIMITS = load_policy().limits
 
 SECRET = "ZEBRA-7731-OUTSIDE-SECRET"
 GROUPS = ("C1", "C2", "C3")
@@ -86,7 +89,7 @@ def tree_state(root: Path) -> dict[str, tuple[Any, ...]]:
 
 
 def findings(root: Path) -> list[Finding]:
-    return check_store(take_snapshot(root))
+    return check_store(take_snapshot(root), LIMITS)
 
 
 def fails(found: list[Finding], group: str | None = None) -> list[str]:

@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
 import pytest
 from builders import EM, FIXED_NOW, StoreBuilder, healthy_store
 
-from distilld.actions.budget import run_budget
+from distilld.actions.budget import render_json, run_budget
 from distilld.cli import main
 from distilld.policy import load_policy
-from distilld.store.budget import BudgetLimits, measure_budget
+from distilld.store.budget import measure_budget
+from distilld.store.limits import LifecycleLimits, Limits
 from distilld.store.snapshot import take_snapshot
 
 TODAY = FIXED_NOW.date()  # 2026-11-30
-LIMITS = BudgetLimits()
+LIMITS = load_policy().limits
 CATALOG_LINE = f"- [Catalog](CATALOG.md) {EM} complete inventory."
 
 
-def budget(root: Path, limits: BudgetLimits = LIMITS, today: date = TODAY):
+def budget(root: Path, limits: Limits = LIMITS, today: date = TODAY):
     return measure_budget(take_snapshot(root), limits, today)
 
 
@@ -96,7 +98,7 @@ def test_entries_over_the_cap_with_joined_size_and_line_number(tmp_path: Path) -
 
 def test_entry_cap_is_a_parameter(tmp_path: Path) -> None:
     StoreBuilder(tmp_path).write("SPINE.md", "\n".join(["# I", entry(150), entry(120), entry(90)]) + "\n")
-    report = budget(tmp_path, BudgetLimits(entry_max_bytes=100))
+    report = budget(tmp_path, replace(LIMITS, spine=replace(LIMITS.spine, entry_max_bytes=100)))
     assert [(e.line, e.bytes) for e in report.entries_over] == [(2, 150), (3, 120)]
 
 
@@ -160,7 +162,7 @@ def test_stale_projects_only_directly_under_projects(tmp_path: Path) -> None:
 
 def test_candidate_dirs_and_default_threshold_are_parameters(tmp_path: Path) -> None:
     stale_store(tmp_path)
-    report = budget(tmp_path, BudgetLimits(staleness_days=85, candidate_dirs=("projects", "craft")))
+    report = budget(tmp_path, replace(LIMITS, lifecycle=LifecycleLimits(85, ("projects", "craft"))))
     assert [(s.path, s.days, s.threshold) for s in report.stale_projects] == [
         ("craft/old.md", 333, 85),
         ("projects/fast.md", 15, 10),
@@ -227,3 +229,11 @@ def test_budget_never_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
         assert "debt: " in out
     assert snapshot_of_disk(root) == before
     assert not (root / "CATALOG.md").exists()
+
+
+def test_the_json_names_the_limits_as_it_always_has(tmp_path: Path) -> None:
+    healthy_store(tmp_path)
+    data = json.loads(render_json(run_budget(tmp_path, load_policy(), TODAY)))
+    assert data["limits"] == {"spine_max_lines": 80, "spine_max_bytes": 16000, "entry_max_bytes": 400,
+                              "spine_compact_lines": 60, "spine_compact_bytes": 12000, "file_max_lines": 60,
+                              "file_max_bytes": 6000, "staleness_days": 90, "candidate_dirs": ["projects"]}

@@ -19,11 +19,14 @@ from builders import EM, FIXED_NOW, StoreBuilder, healthy_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from distilld.policy import load_policy
 from distilld.store.catalog import render_catalog
 from distilld.store.findings import GROUPS
 from distilld.store.invariants import check_store
 from distilld.store.lossless import check_c4
 from distilld.store.snapshot import take_snapshot
+
+LIMITS = load_policy().limits
 
 ORACLE = Path(__file__).resolve().parents[1] / "oracle" / "distill-check-store.sh"
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="the oracle needs bash")
@@ -43,7 +46,7 @@ def oracle_verdicts(store: Path, before: Path | None = None) -> dict[str, str]:
 
 def distilld_verdicts(store: Path, before: Path | None = None) -> dict[str, str]:
     after = take_snapshot(store)
-    findings = check_store(after)
+    findings = check_store(after, LIMITS)
     groups = list(GROUPS[:3])
     if before is not None:
         findings += check_c4(take_snapshot(before), after)

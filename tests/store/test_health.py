@@ -10,8 +10,7 @@ import pytest
 from builders import EM, StoreBuilder, healthy_store
 from distilld.actions.health import build_report
 from distilld.actions.health_render import render_text
-from distilld.policy import load_policy
-from distilld.store.budget import BudgetLimits
+from distilld.policy import load_policy, parse_policy
 from distilld.store.health import archive_and_ledger, index_cost, lifecycle, links, tier_files
 from distilld.store.health_blocks import body_blocks
 from distilld.store.health_model import HealthReport
@@ -27,7 +26,7 @@ from storeb import (
     build_store_b_with_history,
 )
 
-LIMITS = BudgetLimits()
+LIMITS = load_policy().limits
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +167,25 @@ def test_a_store_without_git_history_says_growth_is_unknown(tmp_path: Path) -> N
     text = render_text(report)
     assert "unknown: the store is not a git repository" in text
     assert "since 0" not in text and "0 commits" not in text
+
+
+def test_the_report_measures_against_the_policy_it_is_given(tmp_path: Path) -> None:
+    store = healthy_store(tmp_path / "store").root
+    policy = parse_policy("[spine]\nentry_max_bytes = 300\nentry_target_bytes = 150\n"
+                          "[lifecycle]\nstaleness_threshold_days = 45\n", "test.toml")
+    report = build_report(store, policy, NOW)
+    index = report.section("index_cost")
+    assert index.figure("entries_over_cap").label == "entries over 300 B"
+    assert "300-byte cap" in index.figure("entries").how
+    assert "(default 45 days)" in report.section("lifecycle").figure("past_threshold").how
+    assert "; 0 over 400 B, 6 at or under 240 B" in render_text(build_report(store, load_policy(), NOW))
+    assert "; 0 over 300 B, 6 at or under 240 B" in render_text(report)
+    pytest.importorskip("pygal")
+    pytest.importorskip("jinja2")
+    from distilld.actions.health_html import render_html
+
+    page = render_html(report)
+    assert "cap 300 B" in page and "cap 400 B" not in page
 
 
 def test_an_empty_store_says_what_is_unknown(tmp_path: Path) -> None:

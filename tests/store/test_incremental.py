@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -20,11 +21,13 @@ from builders import healthy_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from distilld.store.budget import BudgetLimits, measure_budget
-from distilld.store.caps import Caps
+from distilld.policy import load_policy
+from distilld.store.budget import measure_budget
 from distilld.store.incremental import IncrementalStore
 from distilld.store.invariants import check_store
 from distilld.store.snapshot import take_snapshot
+
+LIMITS = load_policy().limits
 
 EXISTING = ["profile/rowan.md", "craft/testing.md", "craft/testing-2.md", "ops/deploy.md", "projects/kestrel.md",
             "projects/osprey.md", "feedback/preferences.md", "evidence/craft/testing.md",
@@ -121,15 +124,16 @@ def apply(root: Path, clock: Clock, kind: str, relative: str, data: bytes) -> No
 @given(st.lists(edit, min_size=1, max_size=12), st.booleans())
 def test_incremental_findings_equal_a_cold_snapshot_after_every_edit(edits: list[tuple[str, str, bytes]],
                                                                      small_caps: bool) -> None:
-    caps = Caps(spine_max_lines=20, spine_max_bytes=2000, entry_max_bytes=120, file_max_lines=8,
-                file_max_bytes=300) if small_caps else Caps()
+    small = replace(LIMITS, spine=replace(LIMITS.spine, max_lines=20, max_bytes=2000, entry_max_bytes=120),
+                    tier_file=replace(LIMITS.tier_file, max_lines=8, max_bytes=300))
+    caps = small if small_caps else LIMITS
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "store"
         healthy_store(root)
         clock = Clock()
         passes = IncrementalStore()
         assert passes.check(passes.snapshot(root), caps) == check_store(take_snapshot(root), caps)
-        limits = BudgetLimits(file_max_lines=caps.file_max_lines, file_max_bytes=caps.file_max_bytes)
+        limits = replace(LIMITS, tier_file=caps.tier_file)  # the SPINE at its usual caps
         for number, (kind, relative, data) in enumerate(edits):
             apply(root, clock, kind, relative, data)
             snapshot, cold = passes.snapshot(root), take_snapshot(root)
@@ -157,7 +161,7 @@ def test_a_change_the_stamps_cannot_see_is_found_by_the_full_rescan(tmp_path: Pa
     healthy_store(root)
     target = root / "projects" / "kestrel.md"
     passes = IncrementalStore()
-    passes.check(passes.snapshot(root))
+    passes.check(passes.snapshot(root), LIMITS)
     before = os.stat(target)
     same_size = target.read_bytes().replace(b"Schema registry", b"Schema REGISTRY")
     with open(target, "r+b") as handle:  # in place: same inode and size
@@ -168,4 +172,4 @@ def test_a_change_the_stamps_cannot_see_is_found_by_the_full_rescan(tmp_path: Pa
         assert passes.snapshot(root).contents["projects/kestrel.md"] == same_size
     passes.reset()
     assert passes.snapshot(root).contents["projects/kestrel.md"] == same_size
-    assert passes.check(passes.snapshot(root)) == check_store(take_snapshot(root))
+    assert passes.check(passes.snapshot(root), LIMITS) == check_store(take_snapshot(root), LIMITS)

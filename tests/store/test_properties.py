@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from distilld.actions.catalog import write_catalog
-from distilld.store.budget import BudgetLimits, measure_budget
+from distilld.policy import load_policy
+from distilld.store.budget import measure_budget
 from distilld.store.catalog import Catalog, render_catalog
 from distilld.store.invariants import check_c2, check_store
 from distilld.store.ledger import Ledger
@@ -25,6 +26,8 @@ from distilld.store.text import sha256_hex, sha256_norm_hex
 from distilld.store.tierfile import KnowledgeFile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+LIMITS = load_policy().limits
 
 UTC = timezone.utc
 EM = "\u2014"
@@ -293,12 +296,12 @@ def test_whole_store_of_random_bytes_never_crashes(contents: dict[str, bytes], n
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(raw)
         snapshot = take_snapshot(root)
-        findings = check_store(snapshot)
+        findings = check_store(snapshot, LIMITS)
         assert all(f.group in ("C1", "C2", "C3") and f.severity in ("fail", "note") for f in findings)
         assert all("\n" not in f.message for f in findings)
         text = render_catalog(snapshot, now)
         assert text.startswith("# Knowledge catalog\n\n<!-- Complete inventory")
         assert text == render_catalog(take_snapshot(root), now)
         text.encode("utf-8", "surrogateescape")
-        measure_budget(snapshot, BudgetLimits(), now.date())
+        measure_budget(snapshot, LIMITS, now.date())
         assert all(f.group == "C4" for f in check_c4(snapshot, take_snapshot(root)))

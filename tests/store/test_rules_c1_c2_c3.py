@@ -16,11 +16,14 @@ import pytest
 from builders import EM, FIXED_NOW, KESTREL_ENTRY, MARLIN_ENTRY, StoreBuilder, healthy_store
 
 from distilld.cli import main
-from distilld.store.budget import BudgetLimits, measure_budget
+from distilld.policy import load_policy
+from distilld.store.budget import measure_budget
 from distilld.store.findings import Finding
 from distilld.store.invariants import check_store
 from distilld.store.snapshot import take_snapshot
 from distilld.store.text import sha256_hex
+
+LIMITS = load_policy().limits
 
 GROUPS = ("C1", "C2", "C3")
 MARLIN_STAMP = "2026-09-11T08:00:00Z"
@@ -31,7 +34,7 @@ REBUILT = "2026-11-30T12:00:00Z"
 
 
 def findings(root: Path) -> list[Finding]:
-    return check_store(take_snapshot(root))
+    return check_store(take_snapshot(root), LIMITS)
 
 
 def fails(found: list[Finding], group: str | None = None) -> list[str]:
@@ -631,7 +634,7 @@ def test_dated_non_negotiable_exempts_a_project_from_staleness_debt(tmp_path: Pa
     # 4.4: any [NON-NEGOTIABLE...] exempts, dated forms included (1.4 Markers).
     b = healthy_store(tmp_path)
     b.tier("projects/lumen.md", "# Lumen\n\n- Old dashboards.\n", scope="Lumen", last_updated="2026-01-01")
-    limits = BudgetLimits()
+    limits = LIMITS
     stale = [s.path for s in measure_budget(take_snapshot(tmp_path), limits, FIXED_NOW.date()).stale_projects]
     assert stale == ["projects/lumen.md"]
     append(b, "projects/lumen.md", "- [NON-NEGOTIABLE 2026-05-02] Keep the audit tables.\n")

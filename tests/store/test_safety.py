@@ -12,12 +12,15 @@ from pathlib import Path
 import pytest
 from builders import FIXED_NOW, healthy_store
 from distilld.errors import UnsafeStore
+from distilld.policy import load_policy
 from distilld.store import fs
 from distilld.store.catalog import render_catalog
 from distilld.store.invariants import check_store
 from distilld.store.ledger import UnwritableLedgerValue, archive_event, restore_event
 from distilld.store.safety import store_links, store_unsafe_names, unsafe_name_reason
 from distilld.store.snapshot import take_snapshot
+
+LIMITS = load_policy().limits
 
 
 @pytest.fixture
@@ -193,7 +196,7 @@ def test_check_budget_and_catalog_report_or_leave_out_unsafe_names(layout: tuple
     store, _ = layout
     (store / "projects/new\nline.md").write_bytes(b"# x\n")
     (store / "projects/a<b.md").write_bytes(b"# y\n")
-    notes = [f.message for f in check_store(take_snapshot(store)) if f.code == "unsafe-name"]
+    notes = [f.message for f in check_store(take_snapshot(store), LIMITS) if f.code == "unsafe-name"]
     assert len(notes) == 2 and all("rename it" in n for n in notes)
     catalog = render_catalog(take_snapshot(store), FIXED_NOW)
     assert "new\nline" not in catalog and "- projects/a<b.md |" in catalog  # a row broken by it is left out

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from builders import FIXED_NOW, MARLIN_ENTRY, healthy_store
+from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.ledger import Ledger, merge_ledgers
 from distilld.store.line_replay import replay_lines
@@ -13,6 +14,8 @@ from distilld.store.merge import BytesFiles, Sides, has_conflict_markers, merge_
 from distilld.store.paths import sync_class
 from distilld.store.snapshot import snapshot_from_files, take_snapshot
 from distilld.store.text import sha256_hex, sha256_norm_hex
+
+LIMITS = load_policy().limits
 
 HEAD = b"# Archive ledger\n\n<!-- Append-only. -->\n\n"
 
@@ -134,7 +137,7 @@ def test_an_edit_on_one_side_and_an_archive_on_the_other_end_as_the_ledger_says(
     ).encode()
     ours = dict(base)
     ours["projects/kestrel.md"] = raw + b"- An agent added this on the other machine.\n"
-    result = merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW,
+    result = merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW, LIMITS,
                           Sides("local", "remote"), token=lambda: "beef")
     assert result.ok, result.blocked_by
     merged = {**ours, **{p: r for p, r in result.changes.items() if r is not None}}
@@ -149,7 +152,7 @@ def test_an_edit_on_one_side_and_an_archive_on_the_other_end_as_the_ledger_says(
     assert b"(projects/kestrel.md)" not in merged["SPINE.md"]
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert [f.message for f in check_store(snapshot_from_files(empty, merged)) if f.severity == "fail"] == []
+    assert [f.message for f in check_store(snapshot_from_files(empty, merged), LIMITS) if f.severity == "fail"] == []
 
 
 def test_a_merge_with_a_new_failure_is_blocked_but_an_inherited_one_is_not(tmp_path: Path) -> None:
@@ -157,14 +160,14 @@ def test_a_merge_with_a_new_failure_is_blocked_but_an_inherited_one_is_not(tmp_p
     over = "".join(f"<!-- {n} -->\n" for n in range(30)).encode()
     ours = {**base, "SPINE.md": base["SPINE.md"] + over}
     theirs = {**base, "SPINE.md": over.replace(b"-->", b"theirs -->") + base["SPINE.md"]}
-    blocked = merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW)
+    blocked = merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW, LIMITS)
     assert not blocked.ok and blocked.blocked_by[0].code == "spine-lines"
     # A breach both sides already had does not block a merge that adds none.
     big = over * 3
     base2 = {**base, "SPINE.md": base["SPINE.md"] + big}
     ours2 = {**base2, "craft/testing.md": base["craft/testing.md"] + b"- ours\n"}
     theirs2 = {**base2, "ops/deploy.md": base["ops/deploy.md"] + b"- theirs\n"}
-    inherited = merge_stores(BytesFiles(base2), BytesFiles(ours2), BytesFiles(theirs2), FIXED_NOW)
+    inherited = merge_stores(BytesFiles(base2), BytesFiles(ours2), BytesFiles(theirs2), FIXED_NOW, LIMITS)
     assert inherited.ok and inherited.inherited and inherited.inherited[0].code == "spine-lines"
 
 
@@ -178,7 +181,7 @@ def test_marlin_fixture_entry_is_what_a_restore_re_adds(tmp_path: Path) -> None:
         "- 2026-11-30T11:00:00Z restore | from: archive/projects/marlin.md | to: projects/marlin.md"
         f" | sha256: {sha256_hex(raw)} | reason: user request\n").encode()
     ours = {**base, "SPINE.md": base["SPINE.md"] + b"<!-- ours -->\n"}
-    result = merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW)
+    result = merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW, LIMITS)
     assert result.ok, result.blocked_by
     spine = result.changes["SPINE.md"]
     assert spine is not None and MARLIN_ENTRY.encode() in spine and b"<!-- ours -->" in spine

@@ -14,43 +14,27 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ....policy import Policy
+from ....store.limits import Limits
 from ....store.paths import SPINE, TIERS, contained, is_nested_archive
 from ....store.spine import Pointer, Spine
 from ....store.split import Limit, split_knowledge_file
 from ....store.text import byte_len, sha256_hex
 from ....store.tierfile import KnowledgeFile, append_index_details
-from .spine import HOOK_FLOORS, SpineCompactor, SpineLimits, SpineResult
+from .spine import SpineCompactor, SpineResult
 from .spine_model import Entry, SpineModel, format_group
 from ...executor import FileWrite, Step
 
 NUMBER_RE = re.compile(r"-([0-9]+)\.md$")
 DETAIL_OVERHEAD = (4, 60)  # lines and bytes an Index detail section adds besides the hook itself
-HOOK_RESERVE = 80  # bytes a pointer group leaves for its hook before children go to a line of their own
 ROUNDS = 8
 
 
-@dataclass(frozen=True)
-class CompactLimits:
-    spine: SpineLimits = field(default_factory=SpineLimits)
-    file_max_lines: int = 60
-    file_max_bytes: int = 6000
-    file_target_lines: int = 45
-    file_target_bytes: int = 4500
-    pack_to_target: bool = True  # split pieces end at the compaction target (room to grow), else at the caps
-
-    @classmethod
-    def from_policy(cls, policy: Policy) -> CompactLimits:
-        s, t = policy.spine, policy.tier_file
-        return cls(SpineLimits(s.entry_max_bytes, s.entry_target_bytes, s.compact_at_bytes, s.compact_at_lines,
-                               s.max_bytes, s.max_lines),
-                   t.max_lines, t.max_bytes, t.compact_at_lines, t.compact_at_bytes)
-
-    @property
-    def packing(self) -> Limit:
-        if self.pack_to_target:
-            return Limit(self.file_target_lines, self.file_target_bytes)
-        return Limit(self.file_max_lines, self.file_max_bytes)
+def _targets_at_caps(limits: Limits) -> Limits:
+    """The limits with the tier files' compaction target at their caps: split pieces end at
+    the caps, so a file needs fewer of them (pieces end at the target otherwise, with room to grow)."""
+    tier_file = limits.tier_file
+    return replace(limits, tier_file=replace(tier_file, compact_at_lines=tier_file.max_lines,
+                                             compact_at_bytes=tier_file.max_bytes))
 
 
 @dataclass
@@ -83,6 +67,7 @@ class CompactPlan:
     breaches: list[str] = field(default_factory=list)
     level: int = 0
     floor: int = 0  # every shortened entry kept at least this many bytes of its hook
+    floor_lowered: bool = False  # below the first hook floor, to keep the SPINE within its caps
     files: dict[str, bytes] = field(default_factory=dict)  # the store's files once carried out
 
     @property
@@ -134,17 +119,18 @@ class _Tree:
             self._known[path] = KnowledgeFile(path, self.files.get(path, b""))
         return self._known[path]
 
-    def over_cap(self, path: str, limits: CompactLimits) -> bool:
+    def over_cap(self, path: str, limits: Limits) -> bool:
         file = self.knowledge(path)
         if file.oversize_reason is not None:
             return False  # oversize files are left alone
-        return file.line_count > limits.file_max_lines or file.size > limits.file_max_bytes
+        return file.line_count > limits.tier_file.max_lines or file.size > limits.tier_file.max_bytes
 
 
-def _split(tree: _Tree, path: str, limits: CompactLimits, title: str, after_detail: bool,
+def _split(tree: _Tree, path: str, limits: Limits, title: str, after_detail: bool,
            record: list[SplitRecord], unsplittable: list[str]) -> list[str]:
-    outcome = split_knowledge_file(path, tree.files[path], limits.file_max_lines, limits.file_max_bytes,
-                                   tree.taken, limits.packing)
+    tier_file = limits.tier_file
+    outcome = split_knowledge_file(path, tree.files[path], tier_file.max_lines, tier_file.max_bytes,
+                                   tree.taken, Limit(tier_file.compact_at_lines, tier_file.compact_at_bytes))
     if outcome is None:
         return []
     unsplittable += outcome.over_cap
@@ -165,7 +151,7 @@ def _child_pointer(path: str) -> Pointer:
     return Pointer(match.group(1) if match else path.rsplit("/", 1)[-1][:-3], path)
 
 
-def _place_children(model: SpineModel, parent: str, children: list[str], cap: int) -> None:
+def _place_children(model: SpineModel, parent: str, children: list[str], cap: int, reserve: int) -> None:
     """Children join the line of the entry that names their parent; what does not fit on it
     (or has no such line) gets a line of its own right after it."""
     pointers = [_child_pointer(c) for c in children]
@@ -174,7 +160,7 @@ def _place_children(model: SpineModel, parent: str, children: list[str], cap: in
     if host is not None:
         for pointer in pointers:
             head = byte_len(f"- {format_group(host.group + fitting + [pointer])} \u2014 ")
-            if head + HOOK_RESERVE > cap:
+            if head + reserve > cap:
                 break
             fitting.append(pointer)
         if fitting:
@@ -206,14 +192,14 @@ def _continuation_lines(model: SpineModel, host: Entry | None, parent: str, poin
         after = model.new_entry(line, hook, after, section)
 
 
-def _relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], cap: int) -> None:
+def _relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], cap: int, reserve: int) -> None:
     """An entry whose pointer group leaves its hook no room (a family that grew child by child)
     gives its trailing split children a continuation line of their own."""
     for entry in list(model.live_entries()):
         if entry.is_catalog or entry.is_new:
             continue
         moved: list[Pointer] = []
-        while len(entry.group) > 1 and byte_len(f"- {format_group(entry.group)} \u2014 ") + HOOK_RESERVE > cap:
+        while len(entry.group) > 1 and byte_len(f"- {format_group(entry.group)} \u2014 ") + reserve > cap:
             last = entry.group[-1]
             if parent_of(last.path) is None or (moved and parent_of(last.path) != parent_of(moved[0].path)):
                 break
@@ -225,23 +211,25 @@ def _relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], 
         _continuation_lines(model, entry, parent_of(moved[0].path) or "", moved, cap)
 
 
-def _build_model(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: CompactLimits,
+def _build_model(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: Limits,
                  catalog_line: str | None, start: int = 0) -> tuple[SpineModel, SpineResult]:
     """The compacted SPINE, with the highest hook floor that keeps it within the hard caps
-    (searched from ``HOOK_FLOORS[start]``: more pointers never make room for a higher floor)."""
+    (searched from ``hook_floors[start]``: more pointers never make room for a higher floor)."""
+    floors = limits.spine.hook_floors
+
     def attempt(index: int) -> tuple[SpineModel, SpineResult]:
-        return _model_at(spine, tree, children, limits, catalog_line, HOOK_FLOORS[index])
+        return _model_at(spine, tree, children, limits, catalog_line, floors[index])
 
     high = start
     best = attempt(high)
-    if not best[1].breaches or high == len(HOOK_FLOORS) - 1:
+    if not best[1].breaches or high == len(floors) - 1:
         return best
-    low = len(HOOK_FLOORS) - 1
+    low = len(floors) - 1
     lowest = attempt(low)
     if lowest[1].breaches:
         return lowest  # not even bare pointer groups fit: the caller reports the breach
     best = lowest
-    while low - high > 1:  # invariant: HOOK_FLOORS[high] breaches, HOOK_FLOORS[low] fits
+    while low - high > 1:  # invariant: floors[high] breaches, floors[low] fits
         middle = (low + high) // 2
         found = attempt(middle)
         if found[1].breaches:
@@ -251,14 +239,14 @@ def _build_model(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]
     return best
 
 
-def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: CompactLimits,
+def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: Limits,
               catalog_line: str | None, floor: int) -> tuple[SpineModel, SpineResult]:
     model = SpineModel(spine)
     model.pinned = tree.pinned
     if catalog_line is not None:
         model.insert_top(catalog_line)
     for parent, kids in children:
-        _place_children(model, parent, kids, limits.spine.entry_cap)
+        _place_children(model, parent, kids, limits.spine.entry_max_bytes, limits.spine.hook_floor)
 
     def detail_target(entry: Entry) -> str | None:
         """The first file of the entry's group, or the first one with room for the whole hook
@@ -267,8 +255,8 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
         need = byte_len(entry.original_hook) + DETAIL_OVERHEAD[1]
         for path in members:
             file = tree.knowledge(path)
-            if file.oversize_reason is None and file.size + need <= limits.file_max_bytes and \
-                    file.line_count + DETAIL_OVERHEAD[0] <= limits.file_max_lines:
+            if file.oversize_reason is None and file.size + need <= limits.tier_file.max_bytes and \
+                    file.line_count + DETAIL_OVERHEAD[0] <= limits.tier_file.max_lines:
                 return path
         return members[0] if members else None
 
@@ -278,7 +266,7 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
         parent = tree.knowledge(path).split_from
         return parent if parent and parent in tree.files and parent != path else None
 
-    _relieve_crowded(model, parent_of, limits.spine.entry_cap)
+    _relieve_crowded(model, parent_of, limits.spine.entry_max_bytes, limits.spine.hook_floor)
     compactor = SpineCompactor(model, limits.spine, detail_target, parent_of)
     return model, compactor.run(floor)
 
@@ -292,7 +280,7 @@ def _details(model: SpineModel) -> list[tuple[str, str]]:
     return found
 
 
-def plan_compaction(files: dict[str, bytes], limits: CompactLimits, today: str,
+def plan_compaction(files: dict[str, bytes], limits: Limits, today: str,
                     catalog_line: str | None = None,
                     unpointed: list[tuple[str, list[str]]] | None = None) -> CompactPlan:
     """Every write that brings the SPINE and the tier files toward their targets.
@@ -303,17 +291,18 @@ def plan_compaction(files: dict[str, bytes], limits: CompactLimits, today: str,
     pointers that costs would keep the SPINE over a hard cap: then they end at the caps.
     """
     plan = _plan_once(files, limits, today, catalog_line, unpointed)
-    if not limits.pack_to_target or not plan.splits or (not plan.breaches and plan.floor >= HOOK_FLOORS[0]):
+    at_caps_limits = _targets_at_caps(limits)
+    if at_caps_limits == limits or not plan.splits or (not plan.breaches and plan.floor >= limits.spine.hook_floor):
         return plan
     # The children's pointers cost the hooks their words (or the SPINE its caps): pieces that end
     # at the caps need fewer children. Take them when they leave the hooks more room.
-    at_caps = _plan_once(files, replace(limits, pack_to_target=False), today, catalog_line, unpointed)
+    at_caps = _plan_once(files, at_caps_limits, today, catalog_line, unpointed)
     if (len(at_caps.breaches), -at_caps.floor) < (len(plan.breaches), -plan.floor):
         return at_caps
     return plan
 
 
-def _plan_once(files: dict[str, bytes], limits: CompactLimits, today: str, catalog_line: str | None,
+def _plan_once(files: dict[str, bytes], limits: Limits, today: str, catalog_line: str | None,
                unpointed: list[tuple[str, list[str]]] | None) -> CompactPlan:
     spine_raw = files.get(SPINE, b"")
     plan = CompactPlan()
@@ -334,7 +323,7 @@ def _plan_once(files: dict[str, bytes], limits: CompactLimits, today: str, catal
     for _ in range(ROUNDS):
         model, result = _build_model(spine_raw, base, first_children + later_children, limits, catalog_line,
                                      floor_index)
-        floor_index = HOOK_FLOORS.index(result.floor)
+        floor_index = limits.spine.hook_floors.index(result.floor)
         details = _details(model)
         tree = _Tree(base.files)
         tree.steps = list(base.steps)
@@ -374,6 +363,7 @@ def _plan_once(files: dict[str, bytes], limits: CompactLimits, today: str, catal
     plan.spine_after = (model.line_count, model.size)
     plan.level = result.level
     plan.floor = result.floor
+    plan.floor_lowered = result.floor < limits.spine.hook_floor
     plan.splits = splits + resplits
     plan.unsplittable = unsplittable + again_unsplittable
     plan.debt = list(result.debt)

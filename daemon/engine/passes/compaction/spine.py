@@ -21,14 +21,11 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from ....store.hooks import LINK_RE
+from ....store.limits import SpineLimits
 from ....store.spine import hook_of_entry
 from ....store.text import byte_len, rtrim
 from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep, rewrite
 
-# However long its pointer group, an entry keeps this much of its hook (or all of a shorter one):
-# a line of bare pointers tells a reader little about when to open the files. Only when the
-# SPINE would otherwise stay over a hard cap is the floor lowered, step by step.
-HOOK_FLOORS = (80, 60, 45, 30, 15, 0)
 CONTINUES_RE = re.compile(r"^continues `[^`]+`\.$")  # the hook of a family's continuation line
 
 
@@ -36,16 +33,6 @@ def floor_of(entry: Entry, floor: int) -> int:
     """The shortest this entry may become: its group, and a hook of at least ``floor`` bytes."""
     head = byte_len(f"- {format_group(entry.group)} \u2014 ")
     return head + min(byte_len(entry.hook), floor)
-
-
-@dataclass(frozen=True)
-class SpineLimits:
-    entry_cap: int = 400
-    entry_target: int = 200
-    byte_target: int = 12000
-    line_target: int = 60
-    max_bytes: int = 16000
-    max_lines: int = 80
 
 
 @dataclass
@@ -76,8 +63,8 @@ class SpineCompactor:
             entry.detail_target = detail_target(entry)
             if entry.detail_target is not None:
                 self.movable.append(entry)
-        self.level = limits.entry_cap
-        self.floor = HOOK_FLOORS[0]
+        self.level = limits.entry_max_bytes
+        self.floor = limits.hook_floor
 
     # 1. bytes -----------------------------------------------------------------------------
     def _set_level(self, level: int, natural: dict[int, int], cache: dict[tuple[int, int], str]) -> int:
@@ -97,15 +84,15 @@ class SpineCompactor:
         limits = self.limits
         natural = {e.key: e.size for e in self.movable}
         cache: dict[tuple[int, int], str] = {}
-        low, high = limits.entry_target, limits.entry_cap
-        if self._set_level(high, natural, cache) <= limits.byte_target:
+        low, high = limits.entry_target_bytes, limits.entry_max_bytes
+        if self._set_level(high, natural, cache) <= limits.compact_at_bytes:
             level = high
-        elif self._set_level(low, natural, cache) > limits.byte_target:
+        elif self._set_level(low, natural, cache) > limits.compact_at_bytes:
             level = low
         else:  # the highest level that still reaches the byte target
             while high - low > 1:
                 middle = (low + high) // 2
-                if self._set_level(middle, natural, cache) <= limits.byte_target:
+                if self._set_level(middle, natural, cache) <= limits.compact_at_bytes:
                     low = middle
                 else:
                     high = middle
@@ -123,7 +110,7 @@ class SpineCompactor:
 
     # 2. lines -----------------------------------------------------------------------------
     def _over_lines(self) -> bool:
-        return self.model.line_count > self.limits.line_target
+        return self.model.line_count > self.limits.compact_at_lines
 
     def children_join_parents(self) -> None:
         for entry in list(self.movable):
@@ -154,7 +141,7 @@ class SpineCompactor:
 
     def merge_neighbours(self) -> None:
         """Merges serve the line target only, so they never cut a hook below the first floor."""
-        cap = self.limits.entry_cap
+        cap = self.limits.entry_max_bytes
         memo: dict[tuple[object, ...], str | None] = {}
         tiers: dict[tuple[int, int], str | None] = {}
 
@@ -178,7 +165,7 @@ class SpineCompactor:
                 key = (first.key, first.hook, len(first.group), together, second.key, second.hook, len(second.group))
                 if key not in memo:
                     must = must_keep(first, self.model.pinned) or must_keep(second, self.model.pinned)
-                    memo[key] = merged_text(first, second, min(cap, together), must, HOOK_FLOORS[0],
+                    memo[key] = merged_text(first, second, min(cap, together), must, self.limits.hook_floor,
                                             self.model.common)
                 text = memo[key]
                 if text is not None and byte_len(text) <= cap:
@@ -194,7 +181,7 @@ class SpineCompactor:
             first.limit = cap
             first.merged = second.merged = second.removed = True
 
-    def run(self, floor: int = HOOK_FLOORS[0]) -> SpineResult:
+    def run(self, floor: int) -> SpineResult:
         self.floor = floor
         self.shorten()
         if self._over_lines():
@@ -211,16 +198,16 @@ class SpineCompactor:
         outcome = SpineResult(self.level, lines, size, self.floor)
         if lines > limits.max_lines:
             outcome.breaches.append(f"SPINE.md would have {lines} lines (cap {limits.max_lines})")
-        elif lines > limits.line_target:
-            outcome.debt.append(f"SPINE.md has {lines} lines (target {limits.line_target})")
+        elif lines > limits.compact_at_lines:
+            outcome.debt.append(f"SPINE.md has {lines} lines (target {limits.compact_at_lines})")
         if size > limits.max_bytes:
             outcome.breaches.append(f"SPINE.md would be {size} bytes (cap {limits.max_bytes})")
-        elif size > limits.byte_target:
-            outcome.debt.append(f"SPINE.md is {size} bytes (target {limits.byte_target})")
+        elif size > limits.compact_at_bytes:
+            outcome.debt.append(f"SPINE.md is {size} bytes (target {limits.compact_at_bytes})")
         for entry in self.model.live_entries():
-            if entry.size > limits.entry_cap:
+            if entry.size > limits.entry_max_bytes:
                 what = "its pointer group alone is too long" if entry.detail_target else \
                     "no tier file in its group can take its hook"
                 outcome.breaches.append(f"entry of {entry.paths[0] if entry.paths else '?'} would be "
-                                        f"{entry.size} bytes (cap {limits.entry_cap}): {what}")
+                                        f"{entry.size} bytes (cap {limits.entry_max_bytes}): {what}")
         return outcome

@@ -252,8 +252,8 @@ def revert_gc(ctx: PassContext, manifest: Manifest) -> GcOutcome:
 
 
 def _entry_for(ctx: PassContext, move: ManifestMove) -> tuple[str, str]:
-    return entry_within_cap(move.spine_entry, move.source, False, ctx.caps.entry_max_bytes,
-                            ctx.entry_target_bytes)
+    return entry_within_cap(move.spine_entry, move.source, False, ctx.limits.spine.entry_max_bytes,
+                            ctx.limits.spine.entry_target_bytes)
 
 
 def _check_room_for_revert(ctx: PassContext, manifest: Manifest) -> None:
@@ -261,7 +261,7 @@ def _check_room_for_revert(ctx: PassContext, manifest: Manifest) -> None:
     pending = [m for m in reversed(manifest.moves) if m.done and not (m.abandoned or m.reverted) and m.spine_entry]
     spine = Spine((ctx.root / SPINE).read_bytes())
     problem = room_problem(spine, [(_entry_for(ctx, m)[0], m.source) for m in pending],
-                           ctx.caps.spine_max_lines, ctx.caps.spine_max_bytes, ctx.caps.entry_max_bytes)
+                           ctx.limits.spine.max_lines, ctx.limits.spine.max_bytes, ctx.limits.spine.entry_max_bytes)
     if problem:
         raise GcRefused(f"cannot revert {manifest.name}: {problem}. Nothing was changed.")
 
@@ -296,5 +296,5 @@ def _revert_step(ctx: PassContext, move: ManifestMove, reason: str) -> Step:
             if detail not in raw.decode("utf-8", "surrogateescape"):
                 data = append_index_detail(raw, detail, ctx.now().date().isoformat())
                 ops.append(FileWrite(move.source, sha256_hex(raw), data))
-        ops.append(SpineEdit(move.source, entry, ctx.caps.entry_max_bytes))
+        ops.append(SpineEdit(move.source, entry, ctx.limits.spine.entry_max_bytes))
     return Step(f"revert {move.source}", ops)

@@ -11,6 +11,7 @@ from collections import defaultdict
 from datetime import date
 
 from ....store.lifecycle import activity, exemption, is_candidate
+from ....store.limits import Limits
 from ....store.mentions import path_mentions
 from ....store.paths import archived_path, contained
 from ....store.safety import unsafe_name_reason
@@ -76,8 +77,8 @@ def _hook_links(spine: Spine | None) -> dict[str, int]:
     return links
 
 
-def plan_gc(snapshot: Snapshot, today: date, now_stamp: str, default_days: int,
-            candidate_dirs: tuple[str, ...]) -> GcPlan:
+def plan_gc(snapshot: Snapshot, today: date, now_stamp: str, limits: Limits) -> GcPlan:
+    default_days, candidate_dirs = limits.lifecycle.staleness_threshold_days, limits.lifecycle.candidate_dirs
     spine = snapshot.spine
     plan = GcPlan(now=now_stamp)
     if spine is not None:

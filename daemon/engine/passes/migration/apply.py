@@ -102,7 +102,7 @@ def _make_plan(root: Path, policy: Policy, now: datetime) -> MigrationPlan:
     snapshot = take_snapshot(root)
     snapshot.require_readable()
     report_progress("planning the migration", 1, 2)
-    plan = plan_migration(snapshot, policy, now, lifecycle_enabled(root))
+    plan = plan_migration(snapshot, policy.limits, now, lifecycle_enabled(root))
     report_progress("planning the migration", 2, 2)
     return plan
 
@@ -220,7 +220,7 @@ def _restore_line(path: str, reason: str, observed: str | None, modified: bool, 
 
 def _self_check(ctx: PassContext, directory: MigrationDir) -> list[Finding]:
     after = take_snapshot(ctx.root)
-    found = check_store(after, ctx.caps) + check_c4(take_snapshot(directory.backup), after)
+    found = check_store(after, ctx.limits) + check_c4(take_snapshot(directory.backup), after)
     return [f for f in found if f.severity == "fail"]
 
 

@@ -1,5 +1,5 @@
 """plan_migration: a pre-1.2 store in, every step of its move to the 1.2 layout out
-(STORE-FORMAT.md 1.9, 4.6). Pure: the snapshot, the policy, ``now`` and whether the local
+(STORE-FORMAT.md 1.9, 4.6). Pure: the snapshot, the limits, ``now`` and whether the local
 lifecycle is enabled in; a MigrationPlan out.
 
 Steps, in apply order: adopt legacy archives (byte-identical moves to ``archive/legacy/<path>``),
@@ -17,12 +17,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from ....policy import Policy
 from ....store.catalog import render_catalog
 from ....store.evidence import plan_evidence
 from ....store.findings import Finding
 from ....store.invariants import check_store
 from ....store.ledger import LEDGER_HEADER, archive_event
+from ....store.limits import Limits
 from ....store.lossless import check_c4
 from ....store.paths import CATALOG, LEGACY_PREFIX, SPINE, Layout, contained, is_legacy
 from ....store.snapshot import Snapshot, planned_snapshot, snapshot_from_files
@@ -30,7 +30,7 @@ from ....store.spine import Spine, SpineEditor, add_entry, find_entry
 from ....store.stamps import format_utc
 from ....store.text import clip, encode, sha256_hex, split_lines
 from ....store.tierfile import KnowledgeFile
-from ..compaction.plan import CompactLimits, CompactPlan, is_tier_path, plan_compaction
+from ..compaction.plan import CompactPlan, is_tier_path, plan_compaction
 from ..gc.plan import plan_gc
 from ...journal import compact_utc
 from ..gc.model import Move
@@ -91,15 +91,15 @@ def pending_adoptions(snapshot: Snapshot) -> list[tuple[str, str]]:
     return found
 
 
-def _budget(files: dict[str, bytes], limits: CompactLimits) -> dict[str, int]:
+def _budget(files: dict[str, bytes], limits: Limits) -> dict[str, int]:
     spine = Spine(files.get(SPINE, b""))
-    over_entries = sum(1 for e in spine.entries if e.byte_len > limits.spine.entry_cap)
+    over_entries = sum(1 for e in spine.entries if e.byte_len > limits.spine.entry_max_bytes)
     over_files = 0
     for path, raw in files.items():
         if is_tier_path(path):
             file = KnowledgeFile(path, raw)
-            if file.line_count > limits.file_max_lines or (
-                    file.oversize_reason is None and file.size > limits.file_max_bytes):
+            if file.line_count > limits.tier_file.max_lines or (
+                    file.oversize_reason is None and file.size > limits.tier_file.max_bytes):
                 over_files += 1
     return {"spine_lines": spine.line_count, "spine_bytes": spine.size, "entries_over_cap": over_entries,
             "tier_files": sum(1 for p in files if is_tier_path(p)), "tier_files_over_cap": over_files}
@@ -140,8 +140,7 @@ def unpointed_children(files: dict[str, bytes], spine_raw: bytes) -> list[tuple[
     return list(found.items())
 
 
-def plan_migration(snapshot: Snapshot, policy: Policy, now: datetime, lifecycle_enabled: bool) -> MigrationPlan:
-    limits = CompactLimits.from_policy(policy)
+def plan_migration(snapshot: Snapshot, limits: Limits, now: datetime, lifecycle_enabled: bool) -> MigrationPlan:
     plan = MigrationPlan(ts=compact_utc(now), now=format_utc(now), today=now.date().isoformat(),
                          kind=KIND_FIRST, lifecycle_enabled=lifecycle_enabled)
     files = snapshot.file_contents()
@@ -171,12 +170,12 @@ def plan_migration(snapshot: Snapshot, policy: Policy, now: datetime, lifecycle_
         plan.moved.append((source, target))
     if plan.kind == KIND_FIRST:
         _plan_evidence(files, steps, plan)
-        _plan_spine(files, steps, plan, limits, (policy.spine.migrate_max_lines, policy.spine.migrate_max_bytes))
+        _plan_spine(files, steps, plan, limits, (limits.spine.migrate_max_lines, limits.spine.migrate_max_bytes))
     plan.steps = steps
     virtual = snapshot.root / "data" / "migration" / ".in-memory"  # never created: nothing is read there
     if plan.kind == KIND_FIRST:
-        _plan_lifecycle(virtual, files, plan, policy, now)
-    _predict(snapshot, files, plan, policy, now)
+        _plan_lifecycle(virtual, files, plan, limits, now)
+    _predict(snapshot, files, plan, limits, now)
     return plan
 
 
@@ -201,7 +200,7 @@ def _plan_evidence(files: dict[str, bytes], steps: list[Step], plan: MigrationPl
         plan.evidence.append((path, len(move.lines)))
 
 
-def _plan_spine(files: dict[str, bytes], steps: list[Step], plan: MigrationPlan, limits: CompactLimits,
+def _plan_spine(files: dict[str, bytes], steps: list[Step], plan: MigrationPlan, limits: Limits,
                 headroom: tuple[int, int]) -> None:
     spine_raw, plan.added_entries = _orphan_entries(files)
     catalog_line = None if Spine(spine_raw).has_catalog_line else CATALOG_LINE
@@ -238,11 +237,10 @@ def _plan_spine(files: dict[str, bytes], steps: list[Step], plan: MigrationPlan,
     plan.refusal += [f"cannot split: {u}" for u in compact.unsplittable]
 
 
-def _plan_lifecycle(root: Path, files: dict[str, bytes], plan: MigrationPlan, policy: Policy,
+def _plan_lifecycle(root: Path, files: dict[str, bytes], plan: MigrationPlan, limits: Limits,
                     now: datetime) -> None:
     snapshot = snapshot_from_files(root, files)
-    gc = plan_gc(snapshot, now.date(), plan.now, policy.lifecycle.staleness_threshold_days,
-                 policy.lifecycle.candidate_dirs)
+    gc = plan_gc(snapshot, now.date(), plan.now, limits)
     if not plan.lifecycle_enabled:
         plan.lifecycle_candidates = [f"{m.source} ({m.reason})" for m in gc.moves]
         return
@@ -260,7 +258,7 @@ def _plan_lifecycle(root: Path, files: dict[str, bytes], plan: MigrationPlan, po
     files[SPINE] = plan.lifecycle_spine
 
 
-def _predict(original: Snapshot, files: dict[str, bytes], plan: MigrationPlan, policy: Policy,
+def _predict(original: Snapshot, files: dict[str, bytes], plan: MigrationPlan, limits: Limits,
              now: datetime) -> None:
     """Run the self-check on the whole store the plan would leave (``local/``, ``inbox/`` and
     folders distilld does not manage included); refuse what would fail it."""
@@ -273,9 +271,9 @@ def _predict(original: Snapshot, files: dict[str, bytes], plan: MigrationPlan, p
         files["archive/LEDGER.md"] = encode(text)
     files[CATALOG] = encode(render_catalog(planned_snapshot(original, files), now))
     plan.predicted = files
-    plan.budget_after = _budget(files, CompactLimits.from_policy(policy))
+    plan.budget_after = _budget(files, limits)
     after = planned_snapshot(original, files)
-    found: list[Finding] = check_store(after, policy.caps) + check_c4(original, after)
+    found: list[Finding] = check_store(after, limits) + check_c4(original, after)
     failing = [f for f in found if f.severity == "fail"]
     if failing and not plan.refusal:
         plan.refusal += [f"the migrated store would fail {f.group}: {clip(f.message, 200)}" for f in failing[:20]]

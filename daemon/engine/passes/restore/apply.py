@@ -66,7 +66,7 @@ def _member_notes(member: RestoreMember) -> list[str]:
 def apply_restore(ctx: PassContext, members: list[RestoreMember]) -> RestoreOutcome:
     before = take_snapshot(ctx.root)
     today = ctx.now().date().isoformat()
-    steps = restore_steps(before, members, today, ctx.caps.entry_max_bytes)
+    steps = restore_steps(before, members, today, ctx.limits.spine.entry_max_bytes)
     planned = planned_files(before, steps, ctx.now_stamp())
     refuse_unless_plan_passes(ctx, before, planned, "restored", RestoreRefused, lossless=False)
     keep_previous_bytes(ctx.root, steps)
@@ -139,7 +139,7 @@ def _adopt_older(ctx: PassContext) -> None:
     """Each unfinished older journal becomes a journal of the new format (its own file is then
     closed); the steps are idempotent, so a kill between the two only repeats finished work."""
     for path, data in _older_journals(ctx.root):
-        steps = _older_steps(ctx.root, data, ctx.caps.entry_max_bytes)
+        steps = _older_steps(ctx.root, data, ctx.limits.spine.entry_max_bytes)
         new_journal(path.parent, PASS_NAME, ctx.now(), ctx.now_stamp(), steps).create()
         fs.atomic_write(path, (json.dumps({**data, "finished": True, "superseded": True}, indent=2) + "\n").encode())
 

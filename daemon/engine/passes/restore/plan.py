@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ....errors import DistilldError
 from ....store.hooks import entry_within_cap
+from ....store.limits import Limits
 from ....store.paths import LEGACY_PREFIX, SPINE, archived_path, contained, is_legacy, strip_archive
 from ....store.safety import unsafe_name_reason
 from ....store.snapshot import Snapshot
@@ -54,8 +55,10 @@ def _family(snapshot: Snapshot, archived: str) -> list[str]:
     return sorted(members, key=lambda p: (bool(snapshot.knowledge(p).split_from), p))
 
 
-def plan_restore(snapshot: Snapshot, given: str, entry_cap: int, entry_target: int,
-                 spine_max_lines: int, spine_max_bytes: int) -> list[RestoreMember]:
+def plan_restore(snapshot: Snapshot, given: str, limits: Limits) -> list[RestoreMember]:
+    spine_limits = limits.spine
+    entry_cap, entry_target = spine_limits.entry_max_bytes, spine_limits.entry_target_bytes
+    spine_max_lines, spine_max_bytes = spine_limits.max_lines, spine_limits.max_bytes
     path = given
     unsafe = unsafe_name_reason(path)
     if unsafe:
