@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from ..errors import UnsafeStore
 from ..log import get_logger
 from ..settings import instance_key, state_dir
 from ..store import fs
+from ..store.ledger import lost_lines
 from ..store.paths import LEDGER
 from ..store.safety import store_links
 from .lock import pid_alive
@@ -88,10 +88,6 @@ def seen_ledger_path(root: Path) -> Path:
     return state_dir() / instance_key(root) / SEEN_LEDGER
 
 
-def _event_lines(raw: bytes) -> Counter[bytes]:
-    return Counter(line.rstrip(b"\r") for line in raw.split(b"\n") if line.startswith(b"- "))
-
-
 def _read(path: Path) -> bytes | None:
     try:
         return path.read_bytes()
@@ -119,12 +115,8 @@ def lost_ledger_lines(root: Path) -> LostLines | None:
     seen = _read(copy)
     if seen is None:
         return None
-    current = _read(root / LEDGER) or b""
-    missing = _event_lines(seen) - _event_lines(current)
-    if not missing:
-        return None
-    lines = [line.decode("utf-8", "surrogateescape") for line in missing.elements()]
-    return LostLines(lines, copy)
+    lines = lost_lines(seen, _read(root / LEDGER) or b"")
+    return LostLines(lines, copy) if lines else None
 
 
 def refuse_shrunken_ledger(root: Path) -> None:

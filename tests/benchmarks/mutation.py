@@ -4,6 +4,7 @@
     python tests/benchmarks/mutation.py                      # every module, in priority order
     python tests/benchmarks/mutation.py engine/gc.py store/ledger.py --budget 1800
     python tests/benchmarks/mutation.py --list               # the modules and their test subsets
+    python tests/benchmarks/mutation.py store/fs.py --sample 60 --seed 1   # a reproducible sample
 
 The mutants are mutmut's (its operators, through ``mutmut.list_mutations`` and ``mutmut.mutate``);
 this script runs them itself, because mutmut 2's own runner hangs on this suite after a few
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -39,9 +41,9 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "engine/gc.py": (["tests/engine/test_defensive_checks.py"],
                      ["tests/engine/test_gc_apply.py", "tests/engine/test_restore.py", "tests/test_hostile_corpus.py"]),
     "gitstore/merge.py": (["tests/gitstore/test_merge_checks.py"], ["tests/store/test_sync_merge.py"]),
-    "store/ledger.py": (["tests/engine/test_defensive_checks.py", "tests/store/test_safety.py"],
-                        ["tests/store/test_rules_c1_c2_c3.py", "tests/store/test_sync_merge.py",
-                         "tests/engine/test_gc_apply.py"]),
+    "store/ledger.py": (["tests/store/test_safety.py", "tests/store/test_sync_merge.py",
+                         "tests/store/test_rules_c1_c2_c3.py"],
+                        ["tests/engine/test_defensive_checks.py", "tests/engine/test_gc_apply.py"]),
     "engine/lock.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
     "store/fs.py": (["tests/store/test_safety.py"], ["tests/engine/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
     "store/invariants.py": (["tests/store/test_rules_c1_c2_c3.py"],
@@ -81,8 +83,10 @@ def tests_pass(tests: list[str], scratch: Path, timeout: float | None) -> tuple[
 
 
 def run_module(module: str, fast: list[str], wide: list[str], scratch: Path, timeout_factor: float,
-               deadline: float) -> tuple[int, int, list[str]]:
-    """Try the mutants of one module until ``deadline``; returns (tried, total, survivors' diffs)."""
+               deadline: float, sample: int | None = None, seed: int = 0,
+               only: list[int] | None = None) -> tuple[int, int, list[str]]:
+    """Try the mutants of one module (a seeded random ``sample`` of them, in file order) until
+    ``deadline``; returns (tried, total, survivors' diffs)."""
     from mutmut import Context, list_mutations, mutate
 
     target = scratch / "daemon" / module
@@ -92,10 +96,16 @@ def run_module(module: str, fast: list[str], wide: list[str], scratch: Path, tim
     if not ok:
         raise SystemExit(f"the fast tests of {module} fail without any mutation: {' '.join(fast)}")
     mutants = list_mutations(Context(source=pristine, filename=relative))
+    chosen = range(len(mutants))
+    if sample is not None and sample < len(mutants):
+        chosen = sorted(random.Random(seed).sample(range(len(mutants)), sample))
+    if only is not None:  # the numbers a report printed: try those again after adding tests
+        chosen = [index for index in chosen if index in only]
     survivors: list[str] = []
     tried = 0
     try:
-        for mutant in mutants:
+        for index in chosen:
+            mutant = mutants[index]
             if time.monotonic() > deadline:
                 break
             text, count = mutate(Context(source=pristine, mutation_id=mutant, filename=relative))
@@ -110,10 +120,11 @@ def run_module(module: str, fast: list[str], wide: list[str], scratch: Path, tim
                 diff = "".join(difflib.unified_diff(pristine.splitlines(True), text.splitlines(True),
                                                     relative, relative, n=1))
                 survivors.append(diff)
-                print(f"SURVIVED {relative}:{mutant.line_number}\n{diff}", flush=True)
+                print(f"SURVIVED {relative}:{mutant.line_number} (mutant {index})\n{diff}", flush=True)
     finally:
         target.write_text(pristine)
-    report = [f"# {relative}: {tried} of {len(mutants)} mutants tried, {len(survivors)} survive", *survivors]
+    how = f" (sample of {sample}, seed {seed})" if sample is not None else ""
+    report = [f"# {relative}: {tried} of {len(mutants)} mutants tried{how}, {len(survivors)} survive", *survivors]
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"mutation-{module.replace('/', '-')}.txt").write_text("\n".join(report) + "\n")
     print(report[0], flush=True)
@@ -128,6 +139,11 @@ def main() -> int:
                         help="a mutant whose fast tests take this many times the unmutated run is killed")
     parser.add_argument("--budget", type=float, default=None,
                         help="stop trying new mutants after this many seconds (the report says how far it got)")
+    parser.add_argument("--sample", type=int, default=None,
+                        help="try only this many mutants of each module, chosen at random (reproducible with --seed)")
+    parser.add_argument("--seed", type=int, default=0, help="the seed of --sample")
+    parser.add_argument("--mutants", default=None,
+                        help="only these mutant numbers (comma-separated, as a report prints them)")
     args = parser.parse_args()
     if args.list:
         for module, (fast, wide) in MODULES.items():
@@ -143,13 +159,15 @@ def main() -> int:
     if unknown:
         print(f"unknown module(s) {unknown}; --list shows them", file=sys.stderr)
         return 2
+    only = [int(n) for n in args.mutants.split(",")] if args.mutants else None
     deadline = time.monotonic() + (args.budget if args.budget is not None else float("inf"))
     total: dict[str, tuple[int, int, list[str]]] = {}
     with tempfile.TemporaryDirectory(prefix="distilld-mutation-") as folder:
         scratch = Path(folder)
         scratch_copy(scratch)
         for module in chosen:
-            total[module] = run_module(module, *MODULES[module], scratch, args.timeout_factor, deadline)
+            total[module] = run_module(module, *MODULES[module], scratch, args.timeout_factor, deadline,
+                                       args.sample, args.seed, only)
     for module, (tried, count, survivors) in total.items():
         print(f"{module}: {tried} of {count} mutants tried, {len(survivors)} survive")
     return 1 if any(survivors for _, _, survivors in total.values()) else 0
