@@ -6,7 +6,9 @@ Each folder comes from platformdirs and can be moved with an environment variabl
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -59,3 +61,10 @@ def default_store() -> Path:
     from .settings import load_settings
 
     return load_settings().store
+
+
+def instance_key(store: Path) -> str:
+    """A short, stable name for one store: its folder name and a hash of its full path."""
+    resolved = str(Path(store).expanduser().absolute())
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip(".-")[:24] or "store"
+    return f"{slug}-{hashlib.sha256(resolved.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"

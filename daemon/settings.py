@@ -14,7 +14,6 @@ how tests keep away from the real home directory:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -34,6 +33,7 @@ from .locations import CONFIG_NAME as CONFIG_NAME
 from .locations import DEFAULT_STORE as DEFAULT_STORE
 from .locations import config_dir as config_dir
 from .locations import config_file as config_file
+from .locations import instance_key as instance_key
 from .locations import runtime_dir as runtime_dir
 from .locations import state_dir as state_dir
 
@@ -191,13 +191,6 @@ def ensure_private_dir(path: Path) -> Path:
     if info.st_mode & 0o077:
         os.chmod(path, 0o700)
     return path
-
-
-def instance_key(store: Path) -> str:
-    """A short, stable name for one store: its folder name and a hash of its full path."""
-    resolved = str(Path(store).expanduser().absolute())
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip(".-")[:24] or "store"
-    return f"{slug}-{hashlib.sha256(resolved.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..engine.guard import lost_ledger_lines
 from ..store.findings import GROUPS, Finding, Group, note
 from ..store.invariants import check_store
 from ..store.limits import Limits
 from ..store.lossless import check_c4
-from ..store.paths import CATALOG, Layout, extra_synced_folders
+from ..store.paths import CATALOG, LEDGER, Layout, extra_synced_folders
 from ..store.snapshot import take_snapshot
 from ..store.unmanaged import unmanaged_folders
 
@@ -40,6 +41,9 @@ def run_check(store: Path, limits: Limits, before: Path | None = None) -> CheckR
         findings.append(note("C2", "unmigrated", CATALOG,
                              "pre-1.2 store (no CATALOG.md): budgets are reported, not enforced; "
                              "migrate it to the 1.2 layout before gc or restore"))
+    lost = lost_ledger_lines(snapshot.root)
+    if lost is not None:  # a note, as the format's checker cannot see it; every write pass refuses
+        findings.append(note("C2", "ledger-lost-lines", LEDGER, str(lost)))
     groups: tuple[Group, ...] = GROUPS[:3]
     if before is not None:
         findings += check_c4(take_snapshot(before), snapshot)

@@ -4,7 +4,8 @@
   every write under the root is made without following links (store/fs.py ``confined_to``).
 * Temp files of dead distilld processes (and of the lock protocol) are swept, and logged.
 * The ledger only grows: it is compared with the last version a pass saw, kept in the state
-  folder; a line that disappeared or changed stops the pass until the ledger is put back.
+  folder, and with the last commit's when the store is a git repository; a line that
+  disappeared or changed stops the pass until the ledger is put back.
 
 ``guarded_pass`` is entered by every shared pass entry point (actions/passes.py ``locked_pass``,
 the follow pass's catalog write, the sync's lock holder, the daemon's exclusive jobs).
@@ -14,21 +15,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UnsafeStore
-from ..log import get_logger
-from ..settings import instance_key, state_dir
+from ..locations import instance_key, state_dir  # not ..settings: check stays light
 from ..store import fs
+from ..store.ledger import lost_lines
 from ..store.paths import LEDGER
 from ..store.safety import store_links
-from .lock import pid_alive
-
-log = get_logger("distilld.guard")
 
 # The lock protocol's own temp names (STORE-FORMAT.md 2.2), beside distilld's fs.TEMP_RE.
 PROTOCOL_TEMP_RE = re.compile(r"^\.(?:lock\.(?:new|swap|mx)\.([0-9]+)\.[0-9A-Za-z]+|status\.tmp\.([0-9]+))$")
@@ -63,6 +60,10 @@ def temp_owner_pid(name: str) -> int | None:
 def sweep_temp_files(*folders: Path) -> list[Path]:
     """Remove the temp files of dead processes under ``folders`` (never into .git or through a
     link); returns what was removed."""
+    # Imported here, not above: `check` reads this module's ledger checks without loading logging.
+    from ..log import get_logger
+    from .lock import pid_alive
+
     removed: list[Path] = []
     for folder in folders:  # os.walk of a missing folder yields nothing
         for directory, dirnames, filenames in os.walk(folder, followlinks=False):
@@ -77,6 +78,7 @@ def sweep_temp_files(*folders: Path) -> list[Path]:
                 except FileNotFoundError:
                     continue
                 removed.append(path)
+    log = get_logger("distilld.guard")
     for path in removed:
         log.info("temp.removed", path=str(path), why="left by a process that no longer runs")
     return removed
@@ -86,10 +88,6 @@ def sweep_temp_files(*folders: Path) -> list[Path]:
 
 def seen_ledger_path(root: Path) -> Path:
     return state_dir() / instance_key(root) / SEEN_LEDGER
-
-
-def _event_lines(raw: bytes) -> Counter[bytes]:
-    return Counter(line.rstrip(b"\r") for line in raw.split(b"\n") if line.startswith(b"- "))
 
 
 def _read(path: Path) -> bytes | None:
@@ -102,29 +100,46 @@ def _read(path: Path) -> bytes | None:
 @dataclass(frozen=True)
 class LostLines:
     lines: list[str]
-    seen_copy: Path
+    since: str  # "the last pass" or "the last commit (<id>)"
+    kept_in: str  # where the lost lines can be read back from
 
     def __str__(self) -> str:
         shown = "; ".join(line[:100] for line in self.lines[:3])
         more = f" and {len(self.lines) - 3} more" if len(self.lines) > 3 else ""
-        return (f"archive/LEDGER.md lost {len(self.lines)} line(s) since the last pass: {shown}{more}. "
-                f"The ledger only grows: put the lines back (they are in {self.seen_copy} and in git); "
+        return (f"archive/LEDGER.md lost {len(self.lines)} line(s) since {self.since}: {shown}{more}. "
+                f"The ledger only grows: put the lines back (they are in {self.kept_in}); "
                 "nothing is archived, restored or migrated until then")
 
 
-def lost_ledger_lines(root: Path) -> LostLines | None:
-    """The ledger lines the last pass saw that are no longer there (a changed line counts as
-    lost), or None. Read-only."""
+def _lost_since_seen(root: Path, current: bytes) -> LostLines | None:
     copy = seen_ledger_path(root)
     seen = _read(copy)
-    if seen is None:
+    lines = lost_lines(seen, current) if seen is not None else []
+    return LostLines(lines, "the last pass", f"{copy} and in git") if lines else None
+
+
+def _lost_since_commit(root: Path, current: bytes) -> LostLines | None:
+    """Against HEAD's ledger, when the store is a git repository: this also holds on a machine
+    whose state folder is new (a fresh clone), and when the state folder itself was lost."""
+    if not os.path.lexists(root / ".git"):
+        return None  # no repository: pygit2 is not even imported
+    from ..gitstore.repo import committed_file  # the only pygit2 user; lazily, for start-up
+
+    committed = committed_file(root, LEDGER)
+    if committed is None:
         return None
+    lines = lost_lines(committed.data, current)
+    if not lines:
+        return None
+    return LostLines(lines, f"the last commit ({committed.commit})",
+                     f"git: `git -C {root} show {committed.commit}:{LEDGER}`")
+
+
+def lost_ledger_lines(root: Path) -> LostLines | None:
+    """The ledger lines the last pass saw, or the last commit holds, that are no longer there
+    (a changed line counts as lost), or None. Read-only."""
     current = _read(root / LEDGER) or b""
-    missing = _event_lines(seen) - _event_lines(current)
-    if not missing:
-        return None
-    lines = [line.decode("utf-8", "surrogateescape") for line in missing.elements()]
-    return LostLines(lines, copy)
+    return _lost_since_seen(root, current) or _lost_since_commit(root, current)
 
 
 def refuse_shrunken_ledger(root: Path) -> None:
@@ -136,7 +151,7 @@ def refuse_shrunken_ledger(root: Path) -> None:
 def remember_ledger(root: Path) -> None:
     """Keep the ledger as this pass leaves it (only ever a superset of what was kept)."""
     current = _read(root / LEDGER)
-    if current is None or lost_ledger_lines(root) is not None:
+    if current is None or _lost_since_seen(root, current) is not None:
         return
     copy = seen_ledger_path(root)
     if _read(copy) == current:

@@ -149,6 +149,31 @@ def open_store(store: Path) -> StoreRepo:
     return StoreRepo(repo, root, str(config[BRANCH_KEY]), remote)
 
 
+@dataclass(frozen=True)
+class CommittedFile:
+    commit: str  # the commit's id, abbreviated
+    data: bytes
+
+
+def committed_file(root: Path, path: str) -> CommittedFile | None:
+    """The bytes ``path`` has in the last commit (HEAD) of the store's own repository: one blob
+    read, no history walked. None when the store is not a repository of its own (a store inside
+    a bigger one included), HEAD is unborn, or that commit holds no such file. Read-only."""
+    if not os.path.lexists(root / ".git"):
+        return None
+    try:
+        repo = pygit2.Repository(str(root))
+        if _workdir(repo) != root.resolve() or repo.head_is_unborn:
+            return None
+        commit = repo.head.peel(pygit2.Commit)
+        entry = commit.tree[path]
+    except (pygit2.GitError, KeyError):
+        return None
+    if not isinstance(entry, pygit2.Blob):
+        return None
+    return CommittedFile(str(commit.id)[:12], entry.data)
+
+
 def current_branch(repo: pygit2.Repository) -> str | None:
     """The branch HEAD names (born or not); None when HEAD is detached."""
     if repo.head_is_detached:

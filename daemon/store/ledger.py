@@ -7,6 +7,7 @@ free text only where they re-use it as text.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -156,6 +157,21 @@ class Ledger:
     def last_archive_line(self, archive_path: str) -> LedgerLine | None:
         """The last ``archive`` event whose line contains ``| to: <archive_path> |``."""
         return self._last_archive_by_target.get(archive_path)
+
+
+# -- the ledger only grows ------------------------------------------------------------------
+
+def _line_counts(raw: bytes) -> Counter[bytes]:
+    return Counter(line.rstrip(b"\r") for line in raw.split(b"\n") if line.startswith(b"- "))
+
+
+def lost_lines(before: bytes, now: bytes) -> list[str]:
+    """The ``- `` lines of an earlier copy of the ledger that ``now`` no longer holds, as often as
+    they went missing; a changed line counts as lost. Compared as multisets, CR-blind: a merge
+    sorts another machine's lines in between ours, and that is growth, not loss (the order
+    itself is C2's to check)."""
+    missing = _line_counts(before) - _line_counts(now)
+    return [line.decode("utf-8", "surrogateescape") for line in missing.elements()]
 
 
 # -- writing -------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
     python tests/benchmarks/mutation.py                      # every module, in priority order
     python tests/benchmarks/mutation.py engine/gc.py store/ledger.py --budget 1800
     python tests/benchmarks/mutation.py --list               # the modules and their test subsets
+    python tests/benchmarks/mutation.py store/fs.py --sample 60 --seed 1   # a reproducible sample
 
 The mutants are mutmut's (its operators, through ``mutmut.list_mutations`` and ``mutmut.mutate``);
 this script runs them itself, because mutmut 2's own runner hangs on this suite after a few
@@ -23,7 +24,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,14 +37,14 @@ REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "tests" / "benchmarks" / "out"
 
 # module -> (the fast subset every mutant is tried against; the wider subset a survivor of the
-# fast one must also survive). Default (non-slow) tests only: a run stays within hours.
+# fast one must also survive). Default (non-slow) tests, except for the modules in WITH_SLOW.
 MODULES: dict[str, tuple[list[str], list[str]]] = {
     "engine/gc.py": (["tests/engine/test_defensive_checks.py"],
                      ["tests/engine/test_gc_apply.py", "tests/engine/test_restore.py", "tests/test_hostile_corpus.py"]),
     "gitstore/merge.py": (["tests/gitstore/test_merge_checks.py"], ["tests/store/test_sync_merge.py"]),
-    "store/ledger.py": (["tests/engine/test_defensive_checks.py", "tests/store/test_safety.py"],
-                        ["tests/store/test_rules_c1_c2_c3.py", "tests/store/test_sync_merge.py",
-                         "tests/engine/test_gc_apply.py"]),
+    "store/ledger.py": (["tests/store/test_ledger.py", "tests/store/test_safety.py", "tests/store/test_sync_merge.py",
+                         "tests/store/test_rules_c1_c2_c3.py"],
+                        ["tests/engine/test_defensive_checks.py", "tests/engine/test_gc_apply.py"]),
     "engine/lock/store_lock.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
     "engine/lock/lock_file.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
     "engine/lock/protocol.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
@@ -49,15 +52,21 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "store/fs.py": (["tests/store/test_safety.py"], ["tests/engine/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
     "store/invariants.py": (["tests/store/test_rules_c1_c2_c3.py"],
                             ["tests/store/test_bad_input.py", "tests/store/test_differential.py"]),
-    "gitstore/sync.py": (["tests/gitstore/test_merge_checks.py", "tests/store/test_sync_merge.py"],
-                         ["tests/gitstore/test_git_commit.py"]),
+    "gitstore/sync.py": (["tests/gitstore/test_git_sync.py"],
+                         ["tests/gitstore/test_truthful_status.py", "tests/gitstore/test_merge_checks.py",
+                          "tests/gitstore/test_git_commit.py"]),
     "gitstore/integrate.py": (["tests/gitstore/test_merge_checks.py", "tests/store/test_sync_merge.py"],
                               ["tests/gitstore/test_git_commit.py"]),
 }
 
 
-def pytest_command(tests: list[str]) -> str:
-    return f"{sys.executable} -m pytest -x -q -p no:cacheprovider -m 'not slow' --no-header -o addopts='' {' '.join(tests)}"
+# Modules the default (non-slow) tests barely reach: their mutants are tried against slow tests too.
+WITH_SLOW = {"gitstore/sync.py"}
+
+
+def pytest_command(tests: list[str], with_slow: bool = False) -> str:
+    marker = "" if with_slow else "-m 'not slow' "
+    return f"{sys.executable} -m pytest -x -q -p no:cacheprovider {marker}--no-header -o addopts='' {' '.join(tests)}"
 
 
 def scratch_copy(target: Path) -> None:
@@ -74,33 +83,47 @@ def scratch_copy(target: Path) -> None:
     (target / "importroot" / "distilld").symlink_to(target / "daemon")
 
 
-def tests_pass(tests: list[str], scratch: Path, timeout: float | None) -> tuple[bool, float]:
+def tests_pass(tests: list[str], scratch: Path, timeout: float | None, with_slow: bool = False) -> tuple[bool, float]:
     env = {**os.environ, "PYTHONPATH": str(scratch / "importroot")}
     started = time.monotonic()
-    try:
-        done = subprocess.run(pytest_command(tests), shell=True, cwd=scratch, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return False, time.monotonic() - started
-    return done.returncode in (0, 5), time.monotonic() - started  # 5: nothing collected, nothing killed
+    # A session of its own: a mutant that loops is stopped with everything it started (killing
+    # only the shell would leave the looping pytest running on).
+    with subprocess.Popen(pytest_command(tests, with_slow), shell=True, cwd=scratch, env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True) as child:
+        try:
+            returncode = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            return False, time.monotonic() - started
+    return returncode in (0, 5), time.monotonic() - started  # 5: nothing collected, nothing killed
 
 
 def run_module(module: str, fast: list[str], wide: list[str], scratch: Path, timeout_factor: float,
-               deadline: float) -> tuple[int, int, list[str]]:
-    """Try the mutants of one module until ``deadline``; returns (tried, total, survivors' diffs)."""
+               deadline: float, sample: int | None = None, seed: int = 0,
+               only: list[int] | None = None) -> tuple[int, int, list[str]]:
+    """Try the mutants of one module (a seeded random ``sample`` of them, in file order) until
+    ``deadline``; returns (tried, total, survivors' diffs)."""
     from mutmut import Context, list_mutations, mutate
 
     target = scratch / "daemon" / module
     pristine = target.read_text()
     relative = f"daemon/{module}"
-    ok, baseline = tests_pass(fast, scratch, None)
+    slow = module in WITH_SLOW
+    ok, baseline = tests_pass(fast, scratch, None, slow)
     if not ok:
         raise SystemExit(f"the fast tests of {module} fail without any mutation: {' '.join(fast)}")
     mutants = list_mutations(Context(source=pristine, filename=relative))
+    chosen: list[int] = list(range(len(mutants)))
+    if sample is not None and sample < len(mutants):
+        chosen = sorted(random.Random(seed).sample(range(len(mutants)), sample))
+    if only is not None:  # the numbers a report printed: try those again after adding tests
+        chosen = [index for index in chosen if index in only]
     survivors: list[str] = []
     tried = 0
     try:
-        for mutant in mutants:
+        for index in chosen:
+            mutant = mutants[index]
             if time.monotonic() > deadline:
                 break
             text, count = mutate(Context(source=pristine, mutation_id=mutant, filename=relative))
@@ -108,17 +131,18 @@ def run_module(module: str, fast: list[str], wide: list[str], scratch: Path, tim
                 continue
             target.write_text(text)
             tried += 1
-            passed, _ = tests_pass(fast, scratch, baseline * timeout_factor + 10)
+            passed, _ = tests_pass(fast, scratch, baseline * timeout_factor + 10, slow)
             if passed:
-                passed, _ = tests_pass(wide, scratch, None)
+                passed, _ = tests_pass(wide, scratch, None, slow)
             if passed:
                 diff = "".join(difflib.unified_diff(pristine.splitlines(True), text.splitlines(True),
                                                     relative, relative, n=1))
                 survivors.append(diff)
-                print(f"SURVIVED {relative}:{mutant.line_number}\n{diff}", flush=True)
+                print(f"SURVIVED {relative}:{mutant.line_number} (mutant {index})\n{diff}", flush=True)
     finally:
         target.write_text(pristine)
-    report = [f"# {relative}: {tried} of {len(mutants)} mutants tried, {len(survivors)} survive", *survivors]
+    how = f" (sample of {sample}, seed {seed})" if sample is not None else ""
+    report = [f"# {relative}: {tried} of {len(mutants)} mutants tried{how}, {len(survivors)} survive", *survivors]
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"mutation-{module.replace('/', '-')}.txt").write_text("\n".join(report) + "\n")
     print(report[0], flush=True)
@@ -133,6 +157,11 @@ def main() -> int:
                         help="a mutant whose fast tests take this many times the unmutated run is killed")
     parser.add_argument("--budget", type=float, default=None,
                         help="stop trying new mutants after this many seconds (the report says how far it got)")
+    parser.add_argument("--sample", type=int, default=None,
+                        help="try only this many mutants of each module, chosen at random (reproducible with --seed)")
+    parser.add_argument("--seed", type=int, default=0, help="the seed of --sample")
+    parser.add_argument("--mutants", default=None,
+                        help="only these mutant numbers (comma-separated, as a report prints them)")
     args = parser.parse_args()
     if args.list:
         for module, (fast, wide) in MODULES.items():
@@ -148,13 +177,15 @@ def main() -> int:
     if unknown:
         print(f"unknown module(s) {unknown}; --list shows them", file=sys.stderr)
         return 2
+    only = [int(n) for n in args.mutants.split(",")] if args.mutants else None
     deadline = time.monotonic() + (args.budget if args.budget is not None else float("inf"))
     total: dict[str, tuple[int, int, list[str]]] = {}
     with tempfile.TemporaryDirectory(prefix="distilld-mutation-") as folder:
         scratch = Path(folder)
         scratch_copy(scratch)
         for module in chosen:
-            total[module] = run_module(module, *MODULES[module], scratch, args.timeout_factor, deadline)
+            total[module] = run_module(module, *MODULES[module], scratch, args.timeout_factor, deadline,
+                                       args.sample, args.seed, only)
     for module, (tried, count, survivors) in total.items():
         print(f"{module}: {tried} of {count} mutants tried, {len(survivors)} survive")
     return 1 if any(survivors for _, _, survivors in total.values()) else 0

@@ -1,0 +1,83 @@
+"""store/ledger.py: what a parsed line says, and ``lost_lines`` (which lines of an earlier copy
+of the ledger are gone)."""
+
+from __future__ import annotations
+
+from distilld.store.ledger import LEDGER_HEADER, Ledger, lost_lines, merge_ledgers, parse_line
+
+A = "- 2026-03-01T10:00:00Z archive | from: projects/a.md | to: archive/projects/a.md | reason: stale"
+B = "- 2026-03-02T10:00:00Z restore | from: archive/projects/a.md | to: projects/a.md | reason: asked"
+C = "- 2026-03-03 archive | from: projects/c.md | to: archive/projects/c.md | reason: stale"
+
+
+def ledger(*lines: str, ending: str = "\n") -> bytes:
+    return (LEDGER_HEADER + "".join(line + ending for line in lines)).encode()
+
+
+def test_nothing_is_lost_when_the_ledger_only_grew() -> None:
+    assert lost_lines(ledger(A, B), ledger(A, B)) == []
+    assert lost_lines(ledger(A, B), ledger(A, B, C)) == []
+    assert lost_lines(ledger(B, C), ledger(A, B, C)) == []  # sorted in before: growth
+    assert lost_lines(b"", ledger(A)) == []
+
+
+def test_a_deleted_line_is_lost_and_named() -> None:
+    assert lost_lines(ledger(A, B, C), ledger(A, C)) == [B]
+    assert lost_lines(ledger(A, B), b"") == [A, B]
+
+
+def test_a_changed_line_is_lost() -> None:
+    assert lost_lines(ledger(A, B), ledger(A, B.replace("asked", "edited"))) == [B]
+
+
+def test_lines_count_as_often_as_they_occur() -> None:
+    assert lost_lines(ledger(A, A, B), ledger(A, B)) == [A]
+    assert lost_lines(ledger(A, A), ledger(A)) == [A]
+    assert lost_lines(ledger(A), ledger(A, A)) == []
+
+
+def test_line_endings_and_lines_outside_the_events_do_not_count() -> None:
+    assert lost_lines(ledger(A, B), ledger(A, B, ending="\r\n")) == []
+    assert lost_lines(ledger(A, B, ending="\r\n"), ledger(A, B)) == []
+    assert lost_lines(ledger(A), ("# Another title\n\n" + A + "\n").encode()) == []  # header edits are not events
+    assert lost_lines(ledger(A) + b"a stray note\n", ledger(A)) == []
+    assert lost_lines(ledger(A) + b"  - indented\n", ledger(A)) == []
+
+
+def test_bytes_that_are_not_utf8_come_back_as_they_were() -> None:
+    odd = A.encode().replace(b"stale", b"st\xffle")
+    lost = lost_lines(ledger().rstrip(b"\n") + b"\n" + odd + b"\n", ledger(A))
+    assert len(lost) == 1 and lost[0].encode("utf-8", "surrogateescape") == odd
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+def test_only_an_archive_line_is_an_archive_event_for_its_target() -> None:
+    # A restore line that (wrongly) names the archived path as its `to:` is not the archive
+    # event of that file: the checker's test is `| to: A |` on an *archive* line.
+    odd = "- 2026-03-04 restore | from: archive/projects/c.md | to: archive/projects/c.md | reason: odd"
+    parsed = Ledger(ledger(A, odd))
+    assert parsed.last_archive_line("archive/projects/c.md") is None
+    found = parsed.last_archive_line("archive/projects/a.md")
+    assert found is not None and found.text == A
+    after_a_restore = Ledger(ledger(A, B, C)).last_archive_line("archive/projects/c.md")
+    assert after_a_restore is not None and after_a_restore.text == C
+
+
+def test_a_segment_that_is_not_a_known_key_is_an_unescaped_pipe() -> None:
+    line = parse_line(7, A + " | more words")
+    assert [(p.code, p.message) for p in line.problems] == [("ledger-unescaped-pipe", "more words")]
+    assert parse_line(8, A).problems == []
+
+
+# -- merging two machines' copies ------------------------------------------------------------
+
+def test_a_merge_keeps_each_line_as_often_as_the_side_that_has_it_most() -> None:
+    def count(raw: bytes, line: str) -> int:
+        return raw.decode().splitlines().count(line)
+
+    assert count(merge_ledgers(ledger(A, A), ledger(A, A, A)), A) == 3
+    assert count(merge_ledgers(ledger(A, A, A), ledger(A, A)), A) == 3
+    assert count(merge_ledgers(ledger(A, A, B), ledger(A, A, B, C)), A) == 2
+    merged = merge_ledgers(ledger(A, A, B), ledger(A, A, B, C))
+    assert merged == ledger(A, A, B, C)
