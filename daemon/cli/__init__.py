@@ -75,7 +75,7 @@ def exit_code_for(error: DistilldError) -> int:
         return LOCK_HELD
     if isinstance(error, LockLost):
         return LOCK_LOST
-    if "CompactRefused" in {cls.__name__ for cls in type(error).__mro__}:  # raised where it cannot say so
+    if "CompactionRefused" in {cls.__name__ for cls in type(error).__mro__}:  # raised where it cannot say so
         return STORE_UNSAFE
     return error.exit_code
 

@@ -35,15 +35,15 @@ def compact(ctx: click.Context, wait: float, as_json: bool) -> None:
     split at "## " sections. Nothing is archived. Refuses a pre-1.2 store (use migrate) and a
     PENDING migration. Exit 1 if the self-check fails.
     """
-    from ..actions import compact as compact_action
+    from ..actions import compaction as compaction_action
 
     store, the_policy = store_path(ctx), policy(ctx)
     if chosen_mode(ctx, "preview") == "apply":
         with committed(store, "compaction", the_policy, wait):
-            report = compact_action.run_compact(store, the_policy, now, wait, apply=True)
+            report = compaction_action.run_compaction(store, the_policy, now, wait, apply=True)
     else:
-        report = compact_action.run_compact(store, the_policy, now, wait, apply=False)
-    emit_report("compact", report, as_json, compact_action.render_text, compact_action.render_json)
+        report = compaction_action.run_compaction(store, the_policy, now, wait, apply=False)
+    emit_report("compact", report, as_json, compaction_action.render_text, compaction_action.render_json)
     ctx.exit(0 if report.ok else 1)
 
 

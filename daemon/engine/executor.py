@@ -220,12 +220,12 @@ def move_state(root: Path, move: FileMove) -> str:
 class Executor:
     """Carries out a pass's steps in order, each operation idempotent, and paces the lock's
     heartbeat. ``durable`` writes each file to disk before the next operation, for passes whose
-    journal holds no bytes to write again (gc, restore); ``record`` hears of every file written."""
+    journal holds no bytes to write again (gc, restore); ``on_write`` hears of every file written."""
 
     def __init__(self, root: Path, pacer: Pacer, now_stamp: Callable[[], str], durable: bool = False,
-                 record: Callable[[str, str], None] | None = None) -> None:
+                 on_write: Callable[[str, str], None] | None = None) -> None:
         self.root, self.pacer, self.now_stamp = root, pacer, now_stamp
-        self.durable, self.record = durable, record
+        self.durable, self.on_write = durable, on_write
 
     def run(self, step: Step) -> list[tuple[str, str]]:
         """Carry out a step's operations in order, from the first one after the last that is
@@ -243,8 +243,8 @@ class Executor:
             done = self.carry_out(op)
             crashpoint(BOUNDARY[type(op)])
             for path, checksum in done:
-                if self.record is not None:
-                    self.record(path, checksum)
+                if self.on_write is not None:
+                    self.on_write(path, checksum)
             written += done
             self.pacer.tick()
         return written

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..actions.compact import CompactReport
+from ..actions.compaction import CompactionReport
 
 
 @dataclass
-class CompactResult:
+class CompactionResult:
     ok: bool
     summary: str
     lines: list[str] = field(default_factory=list)  # one activity line per thing done
     changed: list[str] = field(default_factory=list)
 
 
-def describe_compaction(report: CompactReport) -> CompactResult:
+def describe_compaction(report: CompactionReport) -> CompactionResult:
     """Plain words for a compaction report: one line per thing done, and a summary."""
     lines: list[str] = []
     plan, outcome, recovery = report.plan, report.outcome, report.recovery
@@ -48,4 +48,4 @@ def describe_compaction(report: CompactReport) -> CompactResult:
         lines.append(f"compaction self-check failed: {'; '.join(failed[:3])}")
         summary = f"self-check failed: {failed[0]}"
     changed = sorted(set(written) | {path for path, _ in (recovery.written if recovery else [])})
-    return CompactResult(bool(report.ok), summary, lines, changed)
+    return CompactionResult(bool(report.ok), summary, lines, changed)

@@ -3,7 +3,7 @@ writes holds the store's lock and becomes one commit of exactly what it changed.
 
 from __future__ import annotations
 
-from ..actions.compact import run_compact
+from ..actions.compaction import run_compaction
 from ..actions.gc import GcReport, run_gc_apply
 from ..actions.health import write_daily_report
 from ..log import utc_stamp
@@ -68,7 +68,7 @@ def compaction(env: JobEnv, trigger: str) -> PassResult:
     if waiting is not None:
         return waiting
     with env.exclusive("compaction"), env.git.operation("compaction") as operation:
-        result = describe_compaction(run_compact(env.store, env.policy, env.clock, wait=0, apply=True))
+        result = describe_compaction(run_compaction(env.store, env.policy, env.clock, wait=0, apply=True))
         operation.describe(f"distilld: compaction ({result.summary})", result.lines)
     for line in result.lines:
         env.activity.write(line)

@@ -49,7 +49,7 @@ import distilld.engine.passes.restore.apply as engine_restore
 from benchutil import load_average
 from builders import EM, KESTREL_ENTRY, healthy_store
 from distilld.engine.passes.gc.manifest import all_manifests
-from distilld.engine.passes.restore.apply import plan_restore
+from distilld.engine.passes.restore.plan import plan_restore
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.lossless import check_c4

@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import bm25s  # noqa: E402
 
-from distilld.actions.compact import run_compact  # noqa: E402
+from distilld.actions.compaction import run_compaction  # noqa: E402
 from distilld.actions.migrate import run_migrate  # noqa: E402
 from distilld.policy import load_policy  # noqa: E402
 from distilld.store.hooks import ELLIPSIS  # noqa: E402
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             if how == "migrate":
                 run_migrate(root, policy, lambda: NOW, "apply")
             else:
-                run_compact(root, policy, lambda: NOW, apply=True)
+                run_compaction(root, policy, lambda: NOW, apply=True)
             rows.append(measure(label, before, root))
     keys = rows[0].keys()
     mean = {k: sum(r[k] for r in rows) / len(rows) for k in keys}

@@ -39,17 +39,17 @@ OUT = REPO / "tests" / "benchmarks" / "out"
 # module -> (the fast subset every mutant is tried against; the wider subset a survivor of the
 # fast one must also survive). Default (non-slow) tests, except for the modules in WITH_SLOW.
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "engine/gc.py": (["tests/engine/test_defensive_checks.py"],
-                     ["tests/engine/test_gc_apply.py", "tests/engine/test_restore.py", "tests/test_hostile_corpus.py"]),
+    "engine/gc.py": (["tests/engine/passes/gc/test_gc_defensive_checks.py"],
+                     ["tests/engine/passes/gc/test_gc_apply.py", "tests/engine/passes/restore/test_restore.py", "tests/test_hostile_corpus.py"]),
     "gitstore/merge.py": (["tests/gitstore/test_merge_checks.py"], ["tests/store/test_sync_merge.py"]),
     "store/ledger.py": (["tests/store/test_ledger.py", "tests/store/test_safety.py", "tests/store/test_sync_merge.py",
                          "tests/store/test_rules_c1_c2_c3.py"],
-                        ["tests/engine/test_defensive_checks.py", "tests/engine/test_gc_apply.py"]),
+                        ["tests/engine/passes/gc/test_gc_defensive_checks.py", "tests/engine/passes/gc/test_gc_apply.py"]),
     "engine/lock/store_lock.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
     "engine/lock/lock_file.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
     "engine/lock/protocol.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
     "engine/lock/liveness.py": (["tests/engine/test_guard.py"], ["tests/engine/test_lock.py"]),
-    "store/fs.py": (["tests/store/test_safety.py"], ["tests/engine/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
+    "store/fs.py": (["tests/store/test_safety.py"], ["tests/engine/passes/gc/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
     "store/invariants.py": (["tests/store/test_rules_c1_c2_c3.py"],
                             ["tests/store/test_bad_input.py", "tests/store/test_differential.py"]),
     "gitstore/sync.py": (["tests/gitstore/test_git_sync.py"],

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from distilld.actions.compact import run_compact
+from distilld.actions.compaction import run_compaction
 from distilld.actions.migrate import run_migrate
 from distilld.engine.passes.migration.apply import MigrationRefused
 from distilld.engine.passes.migration.checklist import migration_dirs
@@ -158,6 +158,6 @@ def test_migration_never_loses_a_line_and_then_compaction_never_does(store: dict
                 handle.write(b"\n## Later\n\n" + b"".join(b"- later note %d\n" % n for n in range(30)))
         previous = Path(scratch) / "previous"
         shutil.copytree(root, previous)
-        report = run_compact(root, POLICY, clock)
+        report = run_compaction(root, POLICY, clock)
         assert report.outcome is not None
         assert failing(check_c4(take_snapshot(previous), take_snapshot(root))) == []

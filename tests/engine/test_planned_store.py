@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 from builders import EM, FIXED_NOW, StoreBuilder, healthy_store
-from distilld.actions.compact import plan_for, run_compact
+from distilld.actions.compaction import plan_for, run_compaction
 from distilld.actions.gc import preview_gc, run_gc_apply
 from distilld.actions.migrate import run_migrate
 from distilld.actions.passes import locked_pass
 from distilld.actions.restore import run_restore
 from distilld.cli import main as cli_main
-from distilld.engine.passes.compaction.apply import CompactRefused, apply_compaction
+from distilld.engine.passes.compaction.apply import CompactionRefused, apply_compaction
 from distilld.engine.lock import default_owner
 from distilld.engine.executor import FileWrite, Step
 from distilld.log import ActivityLog, StatusFile
@@ -105,7 +105,7 @@ def test_compaction_of_a_store_with_a_local_overlay(tmp_path: Path) -> None:
     migrated_store_over_targets(root)
     shutil.copytree(root, tmp_path / "before")
 
-    preview = run_compact(root, POLICY, clock, apply=False)
+    preview = run_compaction(root, POLICY, clock, apply=False)
     assert preview.plan is not None and preview.plan.steps
     code, out = cli(["compact", str(root), "--apply"])
 
@@ -211,7 +211,7 @@ def test_a_plan_that_would_fail_c1_to_c3_is_refused_before_the_first_write(tmp_p
             plan.steps.append(Step("write a stray file", [FileWrite("craft/stray.md", None, data)]))
             plan.files["craft/stray.md"] = data
             expected = "[C2] active file has no SPINE pointer: craft/stray.md"
-        with pytest.raises(CompactRefused, match=r"would fail its self-check: .*" + re.escape(expected)):
+        with pytest.raises(CompactionRefused, match=r"would fail its self-check: .*" + re.escape(expected)):
             apply_compaction(ctx, plan, before)
 
     assert not (root / "data/compact-journals").exists()

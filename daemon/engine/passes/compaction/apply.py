@@ -1,11 +1,11 @@
-"""Compaction apply and recovery (STORE-FORMAT.md 4.2, 4.3): a CompactPlan carried out, crash-safe.
+"""Compaction apply and recovery (STORE-FORMAT.md 4.2, 4.3): a CompactionPlan carried out, crash-safe.
 
 The plan is checked first on the whole store it would leave (engine/gate.py); a plan that would
 fail is refused before anything is written. Its journal (the one internal format, engine/journal.py)
 is written in ``data/compact-journals/`` before the first write, and carried out by
 engine/apply.py, which also rolls it back when a file changes under it or its self-check fails.
 A rollback that could not be made leaves the split children their SPINE pointers for the next
-plan to see (actions/compact.py: plan_for).
+plan to see (actions/compaction.py: plan_for).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from ...context import PassContext
 from ...crash import crashpoint
 from ...gate import refuse_unless_plan_passes
 from ...journal import PassJournal, new_journal, unfinished_journals
-from .plan import CompactPlan
+from .plan import CompactionPlan
 
-COMPACT_JOURNALS_DIR = "data/compact-journals"
+COMPACTION_JOURNALS_DIR = "data/compact-journals"
 PASS_NAME = "compaction"
 
 
-class CompactRefused(DistilldError):
+class CompactionRefused(DistilldError):
     """Compaction may not run on this store now; the message says what to do first."""
 
 
@@ -35,32 +35,32 @@ def refuse_unless_compaction_allowed(snapshot: Snapshot) -> None:
     snapshot.require_readable()
     pending = pending_migrations(snapshot.root)
     if pending:
-        raise CompactRefused(f"{pending[0]}: a store migration is PENDING; finish or revert it "
+        raise CompactionRefused(f"{pending[0]}: a store migration is PENDING; finish or revert it "
                              "(distilld migrate --finish / --revert) before compacting")
     if snapshot.layout is Layout.UNMIGRATED:
-        raise CompactRefused(f"{snapshot.root}: pre-1.2 store (no CATALOG.md); its compaction is part of "
+        raise CompactionRefused(f"{snapshot.root}: pre-1.2 store (no CATALOG.md); its compaction is part of "
                              "the migration: run `distilld migrate` (preview) and then `distilld migrate --apply`")
 
 
 def compaction_journals(root: Path) -> list[PassJournal]:
     """The compactions a kill left unfinished, oldest first."""
-    return unfinished_journals(root / COMPACT_JOURNALS_DIR, PASS_NAME)
+    return unfinished_journals(root / COMPACTION_JOURNALS_DIR, PASS_NAME)
 
 
-def refuse_unless_lossless(ctx: PassContext, plan: CompactPlan, before: Snapshot) -> None:
+def refuse_unless_lossless(ctx: PassContext, plan: CompactionPlan, before: Snapshot) -> None:
     """A plan that would make C1-C3 fail where the store passes now, or lose anything (C4), is
     refused before anything is written."""
-    refuse_unless_plan_passes(ctx, before, dict(plan.files), "compacted", CompactRefused)
+    refuse_unless_plan_passes(ctx, before, dict(plan.files), "compacted", CompactionRefused)
 
 
-def apply_compaction(ctx: PassContext, plan: CompactPlan, before: Snapshot) -> JournalRun:
+def apply_compaction(ctx: PassContext, plan: CompactionPlan, before: Snapshot) -> JournalRun:
     """Carry out a plan made from ``before`` (taken under the same lock), once the store it would
     leave has been checked; roll it back if a file changes under it or its self-check fails."""
     if not plan.steps:
         return JournalRun()
     refuse_unless_lossless(ctx, plan, before)
     keep_previous_bytes(ctx.root, plan.steps)
-    journal = new_journal(ctx.root / COMPACT_JOURNALS_DIR, PASS_NAME, ctx.now(), ctx.now_stamp(), plan.steps)
+    journal = new_journal(ctx.root / COMPACTION_JOURNALS_DIR, PASS_NAME, ctx.now(), ctx.now_stamp(), plan.steps)
     journal.create()
     crashpoint("journal-written")
     return run_journal(ctx, journal, before)

@@ -55,7 +55,7 @@ class SplitRecord:
 
 
 @dataclass
-class CompactPlan:
+class CompactionPlan:
     steps: list[Step] = field(default_factory=list)
     spine_before: tuple[int, int] = (0, 0)  # lines, bytes
     spine_after: tuple[int, int] = (0, 0)
@@ -282,7 +282,7 @@ def _details(model: SpineModel) -> list[tuple[str, str]]:
 
 def plan_compaction(files: dict[str, bytes], limits: Limits, today: str,
                     catalog_line: str | None = None,
-                    unpointed: list[tuple[str, list[str]]] | None = None) -> CompactPlan:
+                    unpointed: list[tuple[str, list[str]]] | None = None) -> CompactionPlan:
     """Every write that brings the SPINE and the tier files toward their targets.
 
     ``catalog_line`` is added near the top of the SPINE (migration); ``unpointed`` lists split
@@ -303,9 +303,9 @@ def plan_compaction(files: dict[str, bytes], limits: Limits, today: str,
 
 
 def _plan_once(files: dict[str, bytes], limits: Limits, today: str, catalog_line: str | None,
-               unpointed: list[tuple[str, list[str]]] | None) -> CompactPlan:
+               unpointed: list[tuple[str, list[str]]] | None) -> CompactionPlan:
     spine_raw = files.get(SPINE, b"")
-    plan = CompactPlan()
+    plan = CompactionPlan()
     base = _Tree(files)
     splits: list[SplitRecord] = []
     unsplittable: list[str] = []

@@ -37,7 +37,7 @@ from .checklist import (
     ITEM_CHECK,
     Item,
     MigrationDir,
-    MigrationRecord,
+    MigrationJournal,
     items_of,
     migration_dirs,
     moved_by,
@@ -138,9 +138,9 @@ def apply_migration(ctx: PassContext, policy: Policy) -> MigrateOutcome:
         raise MigrationRefused(_refusal_message(plan))
     directory = new_dir(root, plan.ts)
     items = items_of(plan)
-    record = MigrationRecord(plan.ts, plan.now, plan.today, plan.kind, items, plan.created, plan.moved,
+    journal = MigrationJournal(plan.ts, plan.now, plan.today, plan.kind, items, plan.created, plan.moved,
                              plan.budget_before, plan.budget_after)
-    directory.save_record(record)
+    directory.save_journal(journal)
     fs.atomic_write(directory.plan_md, encode(render_plan_md(plan, root, items, "applying")))
     crashpoint("plan-written")
     _backup(root, directory)
@@ -149,7 +149,7 @@ def apply_migration(ctx: PassContext, policy: Policy) -> MigrateOutcome:
     crashpoint("pending-written")
     ctx.heartbeat()
     outcome = MigrateOutcome("apply", plan, directory.path)
-    _continue(ctx, directory, record, outcome)
+    _continue(ctx, directory, journal, outcome)
     return outcome
 
 
@@ -169,12 +169,12 @@ def _backup(root: Path, directory: MigrationDir) -> None:
                                "(check the disk, then run migrate --apply again)")
 
 
-def _continue(ctx: PassContext, directory: MigrationDir, record: MigrationRecord, outcome: MigrateOutcome) -> None:
+def _continue(ctx: PassContext, directory: MigrationDir, journal: MigrationJournal, outcome: MigrateOutcome) -> None:
     marks = directory.marks()
     pacer = Pacer(ctx.heartbeat)
-    executor = Executor(ctx.root, pacer, ctx.now_stamp, record=directory.record_write)
-    for number, item in enumerate(record.items, 1):
-        report_progress("migrating", number, len(record.items))
+    executor = Executor(ctx.root, pacer, ctx.now_stamp, on_write=directory.journal_write)
+    for number, item in enumerate(journal.items, 1):
+        report_progress("migrating", number, len(journal.items))
         if marks.get(item.number):
             continue
         if item.kind == ITEM_CHECK:
@@ -190,7 +190,7 @@ def _continue(ctx: PassContext, directory: MigrationDir, record: MigrationRecord
         crashpoint("item-marked")
         outcome.items_done.append(item.title)
         pacer.tick()
-    _write_done(ctx, directory, record)
+    _write_done(ctx, directory, journal)
     outcome.finished = True
 
 
@@ -199,7 +199,7 @@ def _run_item(ctx: PassContext, directory: MigrationDir, item: Item, executor: E
         return 0  # done before PENDING existed
     if item.kind == ITEM_CATALOG:
         write_catalog(ctx)
-        directory.record_write(CATALOG, sha256_hex((ctx.root / CATALOG).read_bytes()))
+        directory.journal_write(CATALOG, sha256_hex((ctx.root / CATALOG).read_bytes()))
         return 1
     if item.kind == ITEM_ARCHIVE and item.move is not None:
         return len(executor.run(_archive_step(item.move)))
@@ -224,8 +224,8 @@ def _self_check(ctx: PassContext, directory: MigrationDir) -> list[Finding]:
     return [f for f in found if f.severity == "fail"]
 
 
-def _write_done(ctx: PassContext, directory: MigrationDir, record: MigrationRecord) -> None:
-    before, after = record.budget_before, record.budget_after
+def _write_done(ctx: PassContext, directory: MigrationDir, journal: MigrationJournal) -> None:
+    before, after = journal.budget_before, journal.budget_after
     numbers = [f"done {ctx.now_stamp()}", f"plan {directory.relative_plan(ctx.root)}"]
     numbers += [f"{key}: {before.get(key)} -> {after.get(key)}" for key in before]
     fs.atomic_write(directory.done, encode("\n".join(numbers) + "\n"))
@@ -245,9 +245,9 @@ def pending_dir(root: Path) -> MigrationDir:
 
 def finish_migration(ctx: PassContext) -> MigrateOutcome:
     directory = pending_dir(ctx.root)
-    record = directory.load_record()
+    journal = directory.load_journal()
     outcome = MigrateOutcome("finish", directory=directory.path)
-    _continue(ctx, directory, record, outcome)
+    _continue(ctx, directory, journal, outcome)
     return outcome
 
 
@@ -266,12 +266,12 @@ def _revertible(root: Path) -> MigrationDir:
 def revert_migration(ctx: PassContext) -> MigrateOutcome:
     root = ctx.root
     directory = _revertible(root)
-    record = directory.load_record()
+    journal = directory.load_journal()
     outcome = MigrateOutcome("revert", directory=directory.path)
     backup = directory.backup
     if not backup.is_dir():
         raise MigrationRefused(f"{backup}: no backup to revert to; nothing was changed")
-    ours = planned_checksums([i.step for i in record.items if i.step is not None])
+    ours = planned_checksums([i.step for i in journal.items if i.step is not None])
     recorded = directory.writes()
     # 1. files changed after the backup are kept aside before anything is undone
     for path in knowledge_files(root):
@@ -291,7 +291,7 @@ def revert_migration(ctx: PassContext) -> MigrateOutcome:
             fs.copy_exact(root / path, kept)
     reason = f"revert {directory.ts}"
     # 2. a restore line for every lifecycle move this migration made, 3. every move reversed
-    for item in reversed(record.items):
+    for item in reversed(journal.items):
         move = item.move
         if move is None:
             continue
@@ -303,13 +303,13 @@ def revert_migration(ctx: PassContext) -> MigrateOutcome:
             modified = observed is not None and observed != move.sha256
             append_ledger(ctx, partial(_restore_line, move.source, reason, observed, modified))
             crashpoint("file-written")
-    for source, target in reversed(moved_by(record.items)):
+    for source, target in reversed(moved_by(journal.items)):
         if (root / target).is_file() and not (root / source).exists():
             fs.move_exact(root / target, root / source)
             crashpoint("file-written")
             ctx.heartbeat()
     # 4. paths the plan created go, unless changed after the backup
-    for path in record.created:
+    for path in journal.created:
         if path not in outcome.kept and (root / path).is_file() and not (backup / path).exists():
             fs.remove(root / path)
             crashpoint("file-written")

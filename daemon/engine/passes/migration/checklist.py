@@ -55,7 +55,7 @@ class Item:
 
 
 @dataclass
-class MigrationRecord:
+class MigrationJournal:
     """What plan.json holds: the plan's facts and its checklist items."""
 
     ts: str
@@ -106,14 +106,14 @@ class MigrationDir:
         return self.plan_md.relative_to(root).as_posix()
 
     # -- plan.json ----------------------------------------------------------------------------
-    def save_record(self, record: MigrationRecord) -> None:
+    def save_journal(self, record: MigrationJournal) -> None:
         data = {**{k: v for k, v in asdict(record).items() if k != "items"},
                 "items": [item.to_json() for item in record.items]}
         fs.atomic_write(self.plan_json, (json.dumps(data, ensure_ascii=True) + "\n").encode())
 
-    def load_record(self) -> MigrationRecord:
+    def load_journal(self) -> MigrationJournal:
         data = json.loads(self.plan_json.read_text("utf-8"))
-        return MigrationRecord(str(data["ts"]), str(data["now"]), str(data["today"]), str(data["kind"]),
+        return MigrationJournal(str(data["ts"]), str(data["now"]), str(data["today"]), str(data["kind"]),
                                [Item.from_json(i) for i in data["items"]], list(data["created"]),
                                [(str(a), str(b)) for a, b in data["moved"]],
                                dict(data["budget_before"]), dict(data["budget_after"]))
@@ -138,7 +138,7 @@ class MigrationDir:
             return  # already ticked
         fs.patch_in_place(self.plan_md, offset, b" ", b"x", durable=False)  # a lost tick: redone
 
-    def record_write(self, path: str, checksum: str) -> None:
+    def journal_write(self, path: str, checksum: str) -> None:
         """One ``## Writes`` line (PLAN.md is LF and ends with a line break: it is ours)."""
         fs.append_bytes(self.plan_md, f"- wrote {path} sha256 {checksum}\n".encode("utf-8", "surrogateescape"),
                         durable=False)

@@ -30,7 +30,7 @@ from ....store.spine import Spine, SpineEditor, add_entry, find_entry
 from ....store.stamps import format_utc
 from ....store.text import clip, encode, sha256_hex, split_lines
 from ....store.tierfile import KnowledgeFile
-from ..compaction.plan import CompactPlan, is_tier_path, plan_compaction
+from ..compaction.plan import CompactionPlan, is_tier_path, plan_compaction
 from ..gc.plan import plan_gc
 from ...journal import compact_utc
 from ..gc.model import Move
@@ -58,7 +58,7 @@ class MigrationPlan:
     adoptions: list[tuple[str, str]] = field(default_factory=list)
     evidence: list[tuple[str, int]] = field(default_factory=list)  # principle file, lines moved
     added_entries: list[str] = field(default_factory=list)  # entries for files the SPINE missed
-    compact: CompactPlan | None = None
+    compact: CompactionPlan | None = None
     refusal: list[str] = field(default_factory=list)
     headroom_missed: list[str] = field(default_factory=list)  # why the SPINE ends above migrate_max_*
     suggestions: list[str] = field(default_factory=list)

@@ -1,6 +1,6 @@
 """`distilld compact`: SPINE compaction and file splitting (preview, or apply with recovery first).
 
-``run_compact`` is also the scheduled pass the daemon calls.
+``run_compaction`` is also the scheduled pass the daemon calls.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..engine.passes.compaction.apply import (
     compaction_journals,
     refuse_unless_compaction_allowed,
 )
-from ..engine.passes.compaction.plan import CompactPlan, plan_compaction
+from ..engine.passes.compaction.plan import CompactionPlan, plan_compaction
 from ..engine.passes.migration.plan import unpointed_children
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
@@ -31,9 +31,9 @@ PLAN_ATTEMPTS = 2  # a file changed under the first attempt: plan once more from
 
 
 @dataclass
-class CompactReport:
+class CompactionReport:
     mode: str  # "preview" or "apply"
-    plan: CompactPlan | None = None
+    plan: CompactionPlan | None = None
     outcome: JournalRun | None = None
     recovery: JournalRun | None = None
     notes: list[str] = field(default_factory=list)
@@ -85,7 +85,7 @@ def _outcome_dict(outcome: JournalRun | None) -> dict[str, Any] | None:
     }
 
 
-def plan_for(snapshot: Snapshot, policy: Policy, now: datetime) -> CompactPlan:
+def plan_for(snapshot: Snapshot, policy: Policy, now: datetime) -> CompactionPlan:
     """The compaction of the store as it is. A split child the SPINE misses (left by a pass that
     could not be finished or undone) joins its parent's line, as migration does."""
     files = snapshot.file_contents()
@@ -93,27 +93,27 @@ def plan_for(snapshot: Snapshot, policy: Policy, now: datetime) -> CompactPlan:
                            unpointed=unpointed_children(files, files.get(SPINE, b"")))
 
 
-def preview_compact(store: Path, policy: Policy, now: datetime) -> CompactReport:
+def preview_compaction(store: Path, policy: Policy, now: datetime) -> CompactionReport:
     snapshot = take_snapshot(store)
     refuse_unless_compaction_allowed(snapshot)
-    report = CompactReport("preview", plan_for(snapshot, policy, now))
+    report = CompactionReport("preview", plan_for(snapshot, policy, now))
     for journal in compaction_journals(snapshot.root):
         report.notes.append(f"unfinished compaction {journal.path}: --apply finishes it first")
     return report
 
 
-def run_compact(store: Path, policy: Policy, clock: Callable[[], datetime], wait: float = 0,
-                apply: bool = True) -> CompactReport:
+def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], wait: float = 0,
+                apply: bool = True) -> CompactionReport:
     """The compaction pass: a preview (``apply=False``, no lock, nothing written), or under the
     lock: interrupted work recovered first, then the plan made and carried out."""
     if not apply:
         root = store.expanduser().resolve()
         require_store_folder(root)
         refuse_unreadable_text(root)  # a preview parses the SPINE too: junk is refused, not guessed at
-        return preview_compact(store, policy, clock())
+        return preview_compaction(store, policy, clock())
     with locked_pass(store, policy, clock, wait) as ctx:
         refuse_unless_compaction_allowed(take_snapshot(ctx.root))
-        report = CompactReport("apply")
+        report = CompactionReport("apply")
         resumed = finish_interrupted(ctx)
         report.notes += resumed.all_notes
         recovered = resumed.outcome("compaction", JournalRun)
@@ -136,7 +136,7 @@ def run_compact(store: Path, policy: Policy, clock: Callable[[], datetime], wait
         return report
 
 
-def render_plan(plan: CompactPlan, heading: str) -> list[str]:
+def render_plan(plan: CompactionPlan, heading: str) -> list[str]:
     out = [heading]
     (lb, bb), (la, ba) = plan.spine_before, plan.spine_after
     out.append(f"SPINE: {lb} -> {la} lines, {bb} -> {ba} bytes")
@@ -181,7 +181,7 @@ def _render_outcome(title: str, outcome: JournalRun) -> list[str]:
     return out
 
 
-def render_text(report: CompactReport) -> str:
+def render_text(report: CompactionReport) -> str:
     out: list[str] = [f"note: {n}" for n in report.notes]
     if report.recovery:
         out += _render_outcome("recovered an interrupted compaction", report.recovery)
@@ -193,5 +193,5 @@ def render_text(report: CompactReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_json(report: CompactReport) -> str:
+def render_json(report: CompactionReport) -> str:
     return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from builders import EM, FIXED_NOW, StoreBuilder
 
-from distilld.actions.compact import run_compact
+from distilld.actions.compaction import run_compaction
 from distilld.policy import load_policy
 from distilld.store.hooks import short_hook
 from distilld.store.invariants import check_store
@@ -30,7 +30,7 @@ def test_compaction_keeps_the_only_pointer_that_sits_in_a_read_clause(tmp_path: 
     b.spine(["## Craft", f"- [Alpha](craft/alpha.md) {EM} Alpha rules. Read when touching {words} always "
              "with [Beta notes](craft/beta.md) open"])
     b.rebuild_catalog()
-    report = run_compact(tmp_path, load_policy(), lambda: FIXED_NOW, apply=True)
+    report = run_compaction(tmp_path, load_policy(), lambda: FIXED_NOW, apply=True)
     assert report.ok
     spine = (tmp_path / "SPINE.md").read_text()
     assert "](craft/beta.md)" in spine

@@ -1,4 +1,4 @@
-"""Compaction (STORE-FORMAT.md 4.2, 4.3): `distilld compact` and the scheduled pass run_compact.
+"""Compaction (STORE-FORMAT.md 4.2, 4.3): `distilld compact` and the scheduled pass run_compaction.
 
 Stores are built in tmp_path (maintenance_fixtures: persona Ines); the clock is fixed at
 2026-11-30T12:00:00Z. After every apply the independent reference checker must pass C1-C3,
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from builders import EM, StoreBuilder
-from distilld.actions.compact import plan_for, render_json, render_plan, render_text, run_compact
+from distilld.actions.compaction import plan_for, render_json, render_plan, render_text, run_compaction
 from distilld.cli import main as cli_main
-from distilld.engine.passes.compaction.apply import CompactRefused
+from distilld.engine.passes.compaction.apply import CompactionRefused
 from distilld.policy import load_policy, parse_policy
 from distilld.store.snapshot import take_snapshot
 from distilld.store.spine import Spine
@@ -59,7 +59,7 @@ def store(tmp_path: Path) -> Path:
 
 
 def test_compaction_brings_the_store_within_its_caps_and_loses_nothing(store: Path, tmp_path: Path) -> None:
-    report = run_compact(store, POLICY, clock)
+    report = run_compaction(store, POLICY, clock)
 
     assert report.ok and report.outcome is not None and report.outcome.self_check == []
     oracle_passes(store, tmp_path / "before")
@@ -71,7 +71,7 @@ def test_compaction_brings_the_store_within_its_caps_and_loses_nothing(store: Pa
 
 def test_every_cut_entry_leaves_its_whole_hook_verbatim_under_index_detail(store: Path, tmp_path: Path) -> None:
     before = Spine((tmp_path / "before/SPINE.md").read_bytes())
-    run_compact(store, POLICY, clock)
+    run_compaction(store, POLICY, clock)
     after = Spine((store / "SPINE.md").read_bytes())
     kept = {e.hook for e in after.entries}
     cut = [e for e in before.entries if e.hook not in kept and not e.is_catalog_line]
@@ -87,7 +87,7 @@ def test_every_cut_entry_leaves_its_whole_hook_verbatim_under_index_detail(store
 
 
 def test_short_entries_keep_pointers_read_clause_markers_and_pinned(store: Path) -> None:
-    run_compact(store, POLICY, clock)
+    run_compaction(store, POLICY, clock)
     spine = (store / "SPINE.md").read_text()
     quill = next(line for line in spine.splitlines() if "(projects/quill.md)" in line)
     assert quill.startswith(f"- [Quill](projects/quill.md) {EM} Quill payments gateway")
@@ -104,7 +104,7 @@ def test_short_entries_keep_pointers_read_clause_markers_and_pinned(store: Path)
 
 
 def test_a_split_child_joins_its_parents_line_and_blank_lines_go_before_any_merge(store: Path) -> None:
-    report = run_compact(store, POLICY, clock)
+    report = run_compaction(store, POLICY, clock)
     lines = (store / "SPINE.md").read_text().splitlines()
     assert f"- [Retries](craft/retries.md) + [Retries, continued](craft/retries-2.md) {EM} retry budgets per " \
            "call site. Read before adding a retry." in lines
@@ -123,7 +123,7 @@ def test_entries_of_one_tier_and_section_merge_when_blank_lines_are_not_enough(t
     b = migrated_store_over_targets(root, projects=56)
     shutil.copytree(root, tmp_path / "before")
 
-    report = run_compact(root, POLICY, clock)
+    report = run_compaction(root, POLICY, clock)
 
     assert report.ok and report.plan is not None
     assert len(report.plan.merged) > 2
@@ -139,7 +139,7 @@ def test_entries_of_one_tier_and_section_merge_when_blank_lines_are_not_enough(t
 
 def test_an_index_detail_append_that_pushes_a_file_over_its_caps_splits_it(store: Path, tmp_path: Path) -> None:
     assert KnowledgeFile("ops/runbook.md", (store / "ops/runbook.md").read_bytes()).line_count == 57
-    report = run_compact(store, POLICY, clock)
+    report = run_compaction(store, POLICY, clock)
     assert report.plan is not None
     assert [(s.path, s.children, s.after_index_detail) for s in report.plan.splits if s.after_index_detail] == [
         ("ops/runbook.md", ["ops/runbook-2.md"], True)]
@@ -152,7 +152,7 @@ def test_an_index_detail_append_that_pushes_a_file_over_its_caps_splits_it(store
 
 
 def test_protected_blocks_and_the_fence_travel_whole_and_crlf_stays_crlf(store: Path) -> None:
-    run_compact(store, POLICY, clock)
+    run_compaction(store, POLICY, clock)
     family = sorted(p.relative_to(store).as_posix() for p in (store / "craft").glob("testing*.md"))
     assert len(family) >= 2  # pieces end at the compaction target, so there may be more than two
     texts = {p: (store / p).read_text() for p in family}
@@ -170,21 +170,21 @@ def test_protected_blocks_and_the_fence_travel_whole_and_crlf_stays_crlf(store: 
 
 
 def test_an_oversize_file_is_left_alone(store: Path, tmp_path: Path) -> None:
-    run_compact(store, POLICY, clock)
+    run_compaction(store, POLICY, clock)
     assert (store / "feedback/tables.md").read_bytes() == (tmp_path / "before/feedback/tables.md").read_bytes()
     assert not (store / "feedback/tables-2.md").exists()
 
 
 def test_preview_changes_nothing_and_a_second_apply_has_nothing_to_do(store: Path) -> None:
     untouched = tree(store, ())
-    report = run_compact(store, POLICY, clock, apply=False)
+    report = run_compaction(store, POLICY, clock, apply=False)
     assert report.mode == "preview" and report.plan is not None and report.plan.steps
     assert tree(store, ()) == untouched
     assert "compact preview (nothing changed)" in render_text(report)
 
-    run_compact(store, POLICY, clock)
+    run_compaction(store, POLICY, clock)
     after = tree(store)
-    again = run_compact(store, POLICY, clock)
+    again = run_compaction(store, POLICY, clock)
     assert again.plan is not None and again.plan.steps == [] and again.outcome is not None
     assert again.outcome.journal is None
     assert tree(store) == after
@@ -199,7 +199,7 @@ def test_a_store_within_its_targets_is_not_touched(tmp_path: Path) -> None:
     entry = Spine(b.read("SPINE.md")).entries[-1]
     assert 200 < entry.byte_len <= 400  # over the target, but the SPINE is within its compaction point
     before = tree(root)
-    report = run_compact(root, POLICY, clock)
+    report = run_compaction(root, POLICY, clock)
     assert report.plan is not None and report.plan.steps == []
     assert tree(root) == before
 
@@ -207,17 +207,17 @@ def test_a_store_within_its_targets_is_not_touched(tmp_path: Path) -> None:
 def test_refused_on_an_unmigrated_store_and_during_a_pending_migration(tmp_path: Path) -> None:
     old = tmp_path / "old"
     unmigrated_store(old)
-    with pytest.raises(CompactRefused, match="pre-1.2 store .*distilld migrate"):
-        run_compact(old, POLICY, clock)
+    with pytest.raises(CompactionRefused, match="pre-1.2 store .*distilld migrate"):
+        run_compaction(old, POLICY, clock)
     root = tmp_path / "store"
     migrated_store_over_targets(root)
     (root / "data/migration/20261130T000000Z").mkdir(parents=True)
     (root / "data/migration/20261130T000000Z/PENDING").write_text("data/migration/20261130T000000Z/PLAN.md\n")
     before = tree(root)
-    with pytest.raises(CompactRefused, match="PENDING"):
-        run_compact(root, POLICY, clock)
-    with pytest.raises(CompactRefused, match="PENDING"):
-        run_compact(root, POLICY, clock, apply=False)
+    with pytest.raises(CompactionRefused, match="PENDING"):
+        run_compaction(root, POLICY, clock)
+    with pytest.raises(CompactionRefused, match="PENDING"):
+        run_compaction(root, POLICY, clock, apply=False)
     assert tree(root) == before
 
 
@@ -234,7 +234,7 @@ def test_debt_is_reported_when_the_targets_cannot_be_reached_within_the_caps(tmp
     b.rebuild_catalog()
     shutil.copytree(root, tmp_path / "before")
 
-    report = run_compact(root, POLICY, clock)
+    report = run_compaction(root, POLICY, clock)
 
     assert report.plan is not None and report.plan.merged == [] and report.plan.breaches == []
     assert report.plan.debt == ["SPINE.md has 68 lines (target 60)"]
@@ -253,7 +253,7 @@ def test_the_cli_compacts_and_reports_json(store: Path, tmp_path: Path, capsys: 
 
 
 def test_render_json_names_the_figures_the_daemon_reports(store: Path) -> None:
-    report = run_compact(store, POLICY, clock, apply=False)
+    report = run_compaction(store, POLICY, clock, apply=False)
     text = render_json(report)
     for key in ('"spine_before"', '"entries_cut"', '"entries_merged"', '"files_split"', '"debt"', '"breaches"'):
         assert key in text
@@ -267,7 +267,7 @@ def test_a_file_over_its_caps_without_sections_is_reported_not_split(tmp_path: P
     b.tier("craft/ok.md", "# Ok\n\n" + long_file("Ok", 2), scope="Ok", last_updated="2026-09-01")
     b.spine(["## Craft", f"- [Wall](craft/wall.md) {EM} wall. Read never.", f"- [Ok](craft/ok.md) {EM} ok."])
     b.rebuild_catalog()
-    report = run_compact(root, POLICY, clock, apply=False)
+    report = run_compaction(root, POLICY, clock, apply=False)
     assert report.plan is not None and report.plan.splits == []
     assert report.plan.unsplittable == [
         "craft/wall.md: over its caps (77 lines, 604 bytes) with no place to cut: no section heading, bullet or "
@@ -282,7 +282,7 @@ def test_a_crlf_spine_keeps_crlf_on_every_line_it_rewrites(tmp_path: Path) -> No
     b.write("SPINE.md", b.read("SPINE.md").replace(b"\n", b"\r\n"))
     b.rebuild_catalog()
     shutil.copytree(root, tmp_path / "before")
-    assert run_compact(root, POLICY, clock).ok
+    assert run_compaction(root, POLICY, clock).ok
     raw = b.read("SPINE.md")
     assert raw.count(b"\n") == raw.count(b"\r\n") > 40
     oracle_passes(root, tmp_path / "before")

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from builders import EM, StoreBuilder
-from distilld.actions.compact import run_compact
+from distilld.actions.compaction import run_compaction
 from distilld.actions.migrate import render_json, render_text, run_migrate
 from distilld.cli import main as cli_main
-from distilld.engine.passes.compaction.apply import CompactRefused
+from distilld.engine.passes.compaction.apply import CompactionRefused
 from distilld.engine.passes.migration.apply import MigrationRefused
 from distilld.engine.passes.migration.checklist import MigrationDir, migration_dirs
 from distilld.policy import load_policy
@@ -204,8 +204,8 @@ def test_a_second_apply_while_one_is_pending_is_refused(store: Path) -> None:
     with pytest.raises(MigrationRefused, match="another migration is PENDING"):
         run_migrate(store, POLICY, clock, "apply")
     assert files(store) == before
-    with pytest.raises(CompactRefused):
-        run_compact(store, POLICY, clock)
+    with pytest.raises(CompactionRefused):
+        run_compaction(store, POLICY, clock)
 
 
 # -- refusal -------------------------------------------------------------------------------------------
@@ -325,8 +325,8 @@ def test_a_failed_self_check_leaves_pending_and_finish_completes_once_fixed(
     marks = directory.marks()
     assert [n for n, ticked in marks.items() if not ticked] == [max(marks)]  # only the self-check is left
     assert "self-check FAILED (PENDING stays):" in render_text(outcome)
-    with pytest.raises(CompactRefused):
-        run_compact(store, POLICY, clock)
+    with pytest.raises(CompactionRefused):
+        run_compaction(store, POLICY, clock)
 
     monkeypatch.setattr(engine, "check_c4", real)
     finished = run_migrate(store, POLICY, later, "finish")
