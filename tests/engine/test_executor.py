@@ -1,0 +1,96 @@
+"""The one executor (engine/executor.py): each operation idempotent, a resumed step going on
+after its last done write or move, and no ledger line for a move that cannot be made."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from distilld.engine.executor import Executor, FileMove, FileWrite, LedgerAppend, Pacer, PlanStopped, SpineEdit, Step
+
+ARCHIVED = b"---\nscope: Y\n---\n\n# Y\n\n- a line\n"
+STAMPED = b"---\nscope: Y\nlast_updated: 2026-11-30\n---\n\n# Y\n\n- a line\n"
+SPINE = "# Index\n\n## Projects\n\n- [Y](projects/y.md) \u2014 y things. Read for y.\n"
+
+
+def sha(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def executor(root: Path) -> Executor:
+    return Executor(root, Pacer(lambda: None, interval=0), lambda: "2026-11-30T12:00:00Z", durable=True)
+
+
+def restore_step() -> Step:
+    return Step("restore projects/y.md", [
+        LedgerAppend("projects/y.md", "restore", sha(ARCHIVED), "user request"),
+        FileMove("archive/projects/y.md", "projects/y.md", sha(ARCHIVED)),
+        FileWrite("projects/y.md", sha(ARCHIVED), STAMPED)])
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    (tmp_path / "archive/projects").mkdir(parents=True)
+    (tmp_path / "projects").mkdir()
+    (tmp_path / "archive/projects/y.md").write_bytes(ARCHIVED)
+    (tmp_path / "SPINE.md").write_text(SPINE)
+    return tmp_path
+
+
+def ledger_lines(root: Path) -> list[str]:
+    return [line for line in (root / "archive/LEDGER.md").read_text().splitlines() if line.startswith("- ")]
+
+
+def test_a_step_cut_after_its_last_write_is_done_when_run_again(store: Path) -> None:
+    written = executor(store).run(restore_step())
+    assert [path for path, _ in written] == ["archive/LEDGER.md", "projects/y.md", "projects/y.md"]
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    # The move's own check would now fail (projects/y.md holds the stamped bytes): the step goes
+    # on after the stamp, so nothing is done twice and nothing stops.
+    assert executor(store).run(restore_step()) == []
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+    assert len(ledger_lines(store)) == 1
+
+
+def test_a_step_cut_after_its_move_goes_on_with_the_stamp(store: Path) -> None:
+    step = restore_step()
+    executor(store).run(Step("first two", step.ops[:2]))
+    executor(store).run(step)
+    assert (store / "projects/y.md").read_bytes() == STAMPED
+    assert len(ledger_lines(store)) == 1
+
+
+def test_a_derived_operation_already_true_does_not_skip_the_writes_before_it(store: Path) -> None:
+    # projects/z.md never had a SPINE pointer: the SPINE edit is "done" before the step starts,
+    # and the move before it must still be made.
+    (store / "projects/z.md").write_bytes(ARCHIVED)
+    step = Step("archive projects/z.md", [
+        LedgerAppend("projects/z.md", "archive", sha(ARCHIVED), "stale", sha(ARCHIVED), ""),
+        FileMove("projects/z.md", "archive/projects/z.md", sha(ARCHIVED)), SpineEdit("projects/z.md")])
+    executor(store).run(step)
+    assert not (store / "projects/z.md").exists()
+    assert (store / "archive/projects/z.md").read_bytes() == ARCHIVED
+    assert (store / "SPINE.md").read_text() == SPINE
+
+
+def test_no_ledger_line_is_written_for_a_move_that_cannot_be_made(store: Path) -> None:
+    (store / "projects/y.md").write_bytes(b"an older client re-created a stub here\n")
+    with pytest.raises(PlanStopped, match="cannot move it to projects/y.md as planned"):
+        executor(store).run(restore_step())
+    assert not (store / "archive/LEDGER.md").exists()
+    assert (store / "archive/projects/y.md").read_bytes() == ARCHIVED
+
+
+def test_a_write_over_a_change_it_did_not_make_stops_and_names_the_file(store: Path) -> None:
+    (store / "projects/x.md").write_bytes(b"changed by someone else\n")
+    with pytest.raises(PlanStopped, match=r"projects/x.md: changed since the plan was made"):
+        executor(store).run(Step("t", [FileWrite("projects/x.md", sha(b"planned from\n"), b"new\n")]))
+    assert (store / "projects/x.md").read_bytes() == b"changed by someone else\n"
+
+
+def test_a_spine_edit_removes_a_pointer_once(store: Path) -> None:
+    step = Step("t", [SpineEdit("projects/y.md")])
+    assert [path for path, _ in executor(store).run(step)] == ["SPINE.md"]
+    assert "projects/y.md" not in (store / "SPINE.md").read_text()
+    assert executor(store).run(step) == []
