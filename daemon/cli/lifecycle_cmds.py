@@ -94,27 +94,27 @@ def lifecycle() -> None:
 @click.pass_context
 def lifecycle_enable(ctx: click.Context) -> None:
     """Let the daemon's scheduled pass move stale project files to the archive."""
-    from ..actions import lifecycle as lifecycle_action
+    from ..actions import lifecycle_switch as switch_action
 
-    emit(lifecycle_action.render_text(lifecycle_action.set_lifecycle(store_path(ctx), True)))
+    emit(switch_action.render_text(switch_action.set_switch(store_path(ctx), True)))
 
 
 @store_command("disable")
 @click.pass_context
 def lifecycle_disable(ctx: click.Context) -> None:
     """Stop scheduled archiving on this machine (`distilld gc --apply` still works when asked)."""
-    from ..actions import lifecycle as lifecycle_action
+    from ..actions import lifecycle_switch as switch_action
 
-    emit(lifecycle_action.render_text(lifecycle_action.set_lifecycle(store_path(ctx), False)))
+    emit(switch_action.render_text(switch_action.set_switch(store_path(ctx), False)))
 
 
 @store_command("status")
 @click.pass_context
 def lifecycle_status(ctx: click.Context) -> None:
     """Say whether scheduled archiving is enabled for the store on this machine."""
-    from ..actions import lifecycle as lifecycle_action
+    from ..actions import lifecycle_switch as switch_action
 
-    emit(lifecycle_action.render_text(lifecycle_action.lifecycle_status(store_path(ctx))))
+    emit(switch_action.render_text(switch_action.switch_state(store_path(ctx))))
 
 
 for _command in (lifecycle_enable, lifecycle_disable, lifecycle_status):

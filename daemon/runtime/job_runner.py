@@ -11,7 +11,7 @@ from ..errors import DistilldError, LockHeld
 from ..log import get_logger, utc_stamp
 from .follow_job import follow, reconcile
 from .jobs import LOCK_RECHECK_SECONDS, JobEnv, PassResult, Stopping
-from .scheduled_jobs import compaction, lifecycle, report, sync
+from .scheduled_jobs import compaction, lifecycle_pass, report, sync
 
 log = get_logger("distilld.jobs")
 
@@ -21,7 +21,7 @@ JOB_FUNCTIONS: dict[str, Callable[[JobEnv, str], PassResult]] = {
     "reconcile": reconcile,
     "sync": sync,
     "compaction": compaction,
-    "lifecycle": lifecycle,
+    "lifecycle": lifecycle_pass,
     "report": report,
 }
 

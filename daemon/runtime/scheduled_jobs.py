@@ -14,7 +14,8 @@ from .jobs import JobEnv, PassResult, listing, no_store, plural
 from .store_git import OperationCommit
 
 
-def lifecycle(env: JobEnv, trigger: str) -> PassResult:
+def lifecycle_pass(env: JobEnv, trigger: str) -> PassResult:
+    """The lifecycle pass (gc) on its schedule; the `.lifecycle` switch says whether it may archive."""
     enabled = env.store.is_dir() and lifecycle_enabled(env.store)
     env.status.update(lifecycle="enabled" if enabled else "disabled", flush=False)
     if env._lifecycle_state is not None and enabled != env._lifecycle_state:

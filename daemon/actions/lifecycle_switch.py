@@ -1,4 +1,5 @@
-"""`distilld lifecycle enable|disable|status`: this machine's consent to scheduled archiving.
+"""`distilld lifecycle enable|disable|status`: the `.lifecycle` switch, this machine's consent to the
+lifecycle pass (gc on its schedule).
 
 The consent is the store's local `.lifecycle` file (STORE-FORMAT.md 1.11): the text `enabled`
 or `disabled`, never synced, so each machine decides for itself.
@@ -15,7 +16,7 @@ from ..store.local import LIFECYCLE_FILE, lifecycle_enabled
 
 
 @dataclass(frozen=True)
-class LifecycleState:
+class LifecycleSwitch:
     store: Path
     enabled: bool
     file_text: str | None  # what .lifecycle holds (stripped), None when there is no file
@@ -39,23 +40,23 @@ def _read(root: Path) -> str | None:
     return raw.removeprefix(b"\xef\xbb\xbf").strip().decode("utf-8", "replace")
 
 
-def lifecycle_status(store: Path) -> LifecycleState:
+def switch_state(store: Path) -> LifecycleSwitch:
     root = _root(store)
-    return LifecycleState(root, lifecycle_enabled(root), _read(root))
+    return LifecycleSwitch(root, lifecycle_enabled(root), _read(root))
 
 
-def set_lifecycle(store: Path, enabled: bool) -> LifecycleState:
+def set_switch(store: Path, enabled: bool) -> LifecycleSwitch:
     """Write `enabled` or `disabled` (no BOM, one line); leave a file that already says it alone."""
     root = _root(store)
     word = "enabled" if enabled else "disabled"
     before = _read(root)
     if before == word:
-        return LifecycleState(root, enabled, before, changed=False)
+        return LifecycleSwitch(root, enabled, before, changed=False)
     fs.atomic_write(root / LIFECYCLE_FILE, f"{word}\n".encode("ascii"))
-    return LifecycleState(root, enabled, word, changed=True)
+    return LifecycleSwitch(root, enabled, word, changed=True)
 
 
-def render_text(state: LifecycleState) -> str:
+def render_text(state: LifecycleSwitch) -> str:
     path = state.store / LIFECYCLE_FILE
     if state.file_text is None:
         source = f"no {path} file"
