@@ -103,7 +103,7 @@ def _journal_catalog(journal: PassJournal) -> Callable[[FileWrite], FileWrite]:
 def _carry_out(ctx: PassContext, journal: PassJournal, run: JournalRun, interval: float,
                durable: bool) -> None:
     """Every unfinished step, each marked once done."""
-    pacer = Pacer(ctx.heartbeat, interval)
+    pacer = Pacer(ctx.heartbeat, interval, barrier=not durable)
     executor = Executor(ctx.root, pacer, ctx.now_stamp, durable)
     for index, step in enumerate(journal.steps):
         if step.done:

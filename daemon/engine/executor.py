@@ -30,6 +30,7 @@ from ..store.ledger import LEDGER_HEADER, Ledger, archive_event, ledger_stamp, r
 from ..store.paths import LEDGER, SPINE
 from ..store.spine import Spine, add_entry, find_entry, remove_pointer
 from ..store.text import decode, encode, sha256_hex
+from ..store.tierfile import append_index_detail, set_frontmatter
 from .crash import crashpoint
 
 
@@ -101,7 +102,7 @@ class LedgerAppend:
             return False
         if self.event == "archive":
             return last.is_archive and last.value("sha256") == self.sha256
-        return last.is_restore
+        return last.is_restore and last.value("reason") == self.reason
 
 
 @dataclass
@@ -124,11 +125,30 @@ class SpineEdit:
         return add_entry(spine, self.entry, self.path, self.entry_cap).encode("utf-8", "surrogateescape")
 
 
-Op = FileWrite | FileMove | TwinAppend | LedgerAppend | SpineEdit
+@dataclass
+class FrontmatterEdit:
+    """Set and drop frontmatter keys of ``path`` (and keep a whole hook under its Index detail),
+    on the file as it is: a restored file's stamp, which an edit made since does not stop."""
+
+    path: str
+    fields: dict[str, str]
+    drop: list[str]
+    index_detail: str = ""
+    today: str = ""
+
+    def result(self, current: bytes) -> bytes:
+        data = set_frontmatter(current, self.fields, tuple(self.drop))
+        if self.index_detail and self.index_detail not in decode(data):
+            data = append_index_detail(data, self.index_detail, self.today)
+        return data
+
+
+Op = FileWrite | FileMove | TwinAppend | LedgerAppend | SpineEdit | FrontmatterEdit
 
 # The write boundary after each kind of operation (engine/crash.py).
 BOUNDARY: dict[type, str] = {FileWrite: "file-written", FileMove: "file-moved", TwinAppend: "file-written",
-                             LedgerAppend: "ledger-appended", SpineEdit: "spine-edited"}
+                             LedgerAppend: "ledger-appended", SpineEdit: "spine-edited",
+                             FrontmatterEdit: "file-stamped"}
 
 
 @dataclass
@@ -137,18 +157,6 @@ class Step:
     ops: list[Op] = field(default_factory=list)
     done: bool = False
 
-    def paths(self) -> list[str]:
-        out: list[str] = []
-        for op in self.ops:
-            if isinstance(op, FileMove):
-                out += [op.source, op.target]
-            elif isinstance(op, LedgerAppend):
-                out.append(LEDGER)
-            elif isinstance(op, SpineEdit):
-                out.append(SPINE)
-            else:
-                out.append(op.path)
-        return out
 
 
 # -- carrying out ----------------------------------------------------------------------------
@@ -169,10 +177,12 @@ class Pacer:
     power cut loses is done again on resume. The first tick always beats.
     """
 
-    def __init__(self, heartbeat: Callable[[], None], interval: float = 1.0) -> None:
-        # interval 0: a heartbeat after every file (the gc and restore order of the format)
+    def __init__(self, heartbeat: Callable[[], None], interval: float = 1.0, barrier: bool = True) -> None:
+        # interval 0: a heartbeat after every file (the gc and restore order of the format);
+        # barrier False: the executor writes durably already, so no sync is needed
         self.heartbeat = heartbeat
         self.interval = interval
+        self.barrier = barrier
         self.last: float | None = None
 
     def tick(self) -> None:
@@ -181,7 +191,8 @@ class Pacer:
             self.flush()
 
     def flush(self) -> None:
-        fs.sync_barrier()
+        if self.barrier:
+            fs.sync_barrier()
         self.heartbeat()
         self.last = time.monotonic()
 
@@ -207,7 +218,9 @@ class StampedRoot(Protocol):
 
 
 def move_state(root: Path, move: FileMove) -> str:
-    """"pending", "done", or what makes the move impossible as planned."""
+    """"pending", "done", or what makes the move impossible as planned. A move killed between
+    its link and its unlink (one file under two names) is finished first: its old name goes."""
+    fs.finish_interrupted_move(root / move.source, root / move.target)
     source, target = _sha(root / move.source), _sha(root / move.target)
     if source is None and target == move.sha256:
         return "done"
@@ -273,10 +286,10 @@ class Executor:
                 state = "absent" if current is None else f"sha256 {current}"
                 expected = "absent" if op.before is None else f"sha256 {op.before}"
                 raise PlanStopped(f"{root / op.path}: changed since the plan was made ({state}, the plan "
-                                  f"expects {expected}); stopped before writing it. The interrupted pass "
-                                  "cannot finish over that change (a compaction undoes its own writes and plans "
-                                  "again; a migration: `distilld migrate --revert` puts the backup back and keeps "
-                                  "later changes aside)")
+                                  f"expects {expected}); stopped before writing it, so that change is kept. A "
+                                  "compaction undoes its own writes and plans again by itself; for a migration, "
+                                  "`distilld migrate --revert` puts the backup back and keeps later changes aside; "
+                                  "otherwise compare the file with git (`git diff`) and run the command again")
             fs.atomic_write(root / op.path, op.data, durable=self.durable)
             return [(op.path, op.after)]
         if isinstance(op, FileMove):
@@ -296,6 +309,17 @@ class Executor:
                 return []
             fs.append_line(root / LEDGER, op.line(ledger_stamp(ledger, self.now_stamp())), LEDGER_HEADER)
             return [(LEDGER, _sha(root / LEDGER) or "")]
+        if isinstance(op, FrontmatterEdit):
+            try:
+                unstamped = (root / op.path).read_bytes()
+            except FileNotFoundError:
+                raise PlanStopped(f"{root / op.path} is missing; stopped before stamping it (restore it from "
+                                  "git or a backup, then run the command again)") from None
+            stamped = op.result(unstamped)
+            if stamped == unstamped:
+                return []
+            fs.atomic_write(root / op.path, stamped, durable=self.durable)
+            return [(op.path, sha256_hex(stamped))]
         if isinstance(op, SpineEdit):
             path = root / SPINE
             try:
@@ -332,6 +356,9 @@ def op_to_json(op: Op) -> dict[str, Any]:
                 "sha256_norm": op.sha256_norm, "spine_entry": op.spine_entry, "modified": op.modified}
     if isinstance(op, SpineEdit):
         return {"spine": op.path, "entry": op.entry, "entry_cap": op.entry_cap}
+    if isinstance(op, FrontmatterEdit):
+        return {"stamp": op.path, "fields": op.fields, "drop": op.drop, "index_detail": op.index_detail,
+                "today": op.today}
     return {"twin": op.path, "header": op.header, "lines": op.lines, "base": op.base, "ending": op.ending,
             "planned": op.planned}
 
@@ -348,6 +375,10 @@ def op_from_json(data: dict[str, Any]) -> Op:
         return LedgerAppend(str(data["ledger"]), str(data["event"]), None if sha is None else str(sha),
                             str(data["reason"]), str(data.get("sha256_norm", "")), str(data.get("spine_entry", "")),
                             bool(data.get("modified", False)))
+    if "stamp" in data:
+        return FrontmatterEdit(str(data["stamp"]), {str(k): str(v) for k, v in dict(data["fields"]).items()},
+                               [str(x) for x in data["drop"]], str(data.get("index_detail", "")),
+                               str(data.get("today", "")))
     if "spine" in data:
         cap = data.get("entry_cap")
         return SpineEdit(str(data["spine"]), str(data.get("entry", "")), None if cap is None else int(cap))

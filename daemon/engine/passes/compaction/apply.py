@@ -47,18 +47,13 @@ def compaction_journals(root: Path) -> list[PassJournal]:
     return unfinished_journals(root / COMPACTION_JOURNALS_DIR, PASS_NAME)
 
 
-def refuse_unless_lossless(ctx: PassContext, plan: CompactionPlan, before: Snapshot) -> None:
-    """A plan that would make C1-C3 fail where the store passes now, or lose anything (C4), is
-    refused before anything is written."""
-    refuse_unless_plan_passes(ctx, before, dict(plan.files), "compacted", CompactionRefused)
-
-
 def apply_compaction(ctx: PassContext, plan: CompactionPlan, before: Snapshot) -> JournalRun:
     """Carry out a plan made from ``before`` (taken under the same lock), once the store it would
     leave has been checked; roll it back if a file changes under it or its self-check fails."""
     if not plan.steps:
         return JournalRun()
-    refuse_unless_lossless(ctx, plan, before)
+    # a plan that would break C1-C3 where the store passes now, or lose anything (C4), is refused
+    refuse_unless_plan_passes(ctx, before, dict(plan.files), "compacted", CompactionRefused)
     keep_previous_bytes(ctx.root, plan.steps)
     journal = new_journal(ctx.root / COMPACTION_JOURNALS_DIR, PASS_NAME, ctx.now(), ctx.now_stamp(), plan.steps)
     journal.create()

@@ -37,6 +37,9 @@ from .manifest import (
 from .model import GcPlan
 
 
+NEVER_COMPLETED = "move never completed"  # the reason of the line that records an abandoned move
+
+
 class GcRefused(StoreRefused):
     """gc may not run on this store now; the message says what to do first."""
 
@@ -97,7 +100,7 @@ def check_contained(move: ManifestMove, where: Path) -> None:
 
 def _executor(ctx: PassContext) -> Executor:
     # the format's order: each write on disk, and the lock's heartbeat, before the next
-    return Executor(ctx.root, Pacer(ctx.heartbeat, interval=0), ctx.now_stamp, durable=True)
+    return Executor(ctx.root, Pacer(ctx.heartbeat, interval=0, barrier=False), ctx.now_stamp, durable=True)
 
 
 def _archive_one(ctx: PassContext, manifest: Manifest, index: int) -> None:
@@ -119,8 +122,8 @@ def _finish(ctx: PassContext, manifest: Manifest, before: Snapshot | None) -> li
 
 def apply_gc(ctx: PassContext, plan: GcPlan, before: Snapshot) -> GcOutcome:
     """Carry out a plan made from ``before`` (taken under the same lock)."""
-    _log_blocked(ctx, plan)
     if not plan.moves:
+        _log_blocked(ctx, plan)
         return GcOutcome(None)
     moves = [ManifestMove(m.source, m.target, m.sha256, m.sha256_norm, m.spine_entry, m.reason)
              for m in plan.moves]
@@ -128,7 +131,8 @@ def apply_gc(ctx: PassContext, plan: GcPlan, before: Snapshot) -> GcOutcome:
     for move in manifest.moves:  # all of them first: a split family moves whole or not at all
         _check_move_still_valid(ctx, move)
     planned = planned_files(before, manifest.steps, ctx.now_stamp())
-    refuse_unless_plan_passes(ctx, before, planned, "collected", GcRefused)
+    refuse_unless_plan_passes(ctx, before, planned, "archived", GcRefused)
+    _log_blocked(ctx, plan)
     manifest.save()
     ctx.heartbeat()
     crashpoint("manifest-written")
@@ -179,13 +183,16 @@ def _recover_move(ctx: PassContext, manifest: Manifest, index: int, outcome: GcO
     ledger = take_ledger(ctx.root)
     last = ledger.last_event_by_path.get(move.source) if ledger else None
     ledgered = last is not None and last.is_archive and last.value("sha256") == move.sha256
+    # killed after the line that records a move that never completed, before its flag
+    abandoned_line = last is not None and last.is_restore and last.value("reason") == NEVER_COMPLETED
     if source_sha == move.sha256 and target_sha is None or source_sha is None and target_sha == move.sha256:
         if source_sha is None and not ledgered:
             raise RecoveryStopped(f"{move.target} is archived but the ledger has no line for it; stopped")
         _archive_one(ctx, manifest, index)  # what is done already is seen as done
         outcome.recovered.append(move.source)
-    elif ledgered and source_sha != move.sha256 and target_sha != move.sha256 and target_sha is None:
-        _executor(ctx).carry_out(LedgerAppend(move.source, "restore", None, "move never completed"))
+    elif (ledgered or abandoned_line) and source_sha != move.sha256 and target_sha is None:
+        _executor(ctx).run(Step(f"record {move.source} as never moved",
+                                [LedgerAppend(move.source, "restore", None, NEVER_COMPLETED)]))
         move.abandoned = True
         manifest.save()
         ctx.heartbeat()

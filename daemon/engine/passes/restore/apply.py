@@ -20,14 +20,13 @@ from ....store import fs
 from ....store.findings import Finding
 from ....store.local import RESTORE_JOURNALS_DIR
 from ....store.snapshot import take_snapshot
-from ....store.text import sha256_hex
 from ...apply import JournalRun, keep_previous_bytes, run_journal
-from ...context import PassContext
+from ...context import BUDGET_CODES, PassContext
 from ...crash import crashpoint
-from ...executor import FileMove, FileWrite, LedgerAppend, Op, SpineEdit, Step
+from ...executor import FileMove, LedgerAppend, Step
 from ...gate import planned_files, refuse_unless_plan_passes
 from ...journal import PassJournal, journal_order, new_journal, unfinished_journals
-from .plan import RestoreMember, RestoreRefused, restore_steps, restored_bytes
+from .plan import RestoreMember, RestoreRefused, member_steps, restore_steps
 
 PASS_NAME = "restore"
 
@@ -68,7 +67,10 @@ def apply_restore(ctx: PassContext, members: list[RestoreMember]) -> RestoreOutc
     today = ctx.now().date().isoformat()
     steps = restore_steps(before, members, today, ctx.limits.spine.entry_max_bytes)
     planned = planned_files(before, steps, ctx.now_stamp())
-    refuse_unless_plan_passes(ctx, before, planned, "restored", RestoreRefused, lossless=False)
+    restored = {m.path for m in members}
+    refuse_unless_plan_passes(ctx, before, planned, "restored", RestoreRefused, lossless=False,
+                              tolerated=lambda f: f.code in BUDGET_CODES and f.path in restored,
+                              advice="compare the archived files and SPINE.md with the ledger, then try again")
     keep_previous_bytes(ctx.root, steps)
     journal = new_journal(ctx.root / RESTORE_JOURNALS_DIR, PASS_NAME, ctx.now(), ctx.now_stamp(), steps)
     journal.create()
@@ -107,31 +109,14 @@ def unfinished_restores(root: Path) -> list[Path]:
 
 
 def _older_steps(root: Path, data: dict[str, Any], entry_cap: int) -> list[Step]:
-    """The steps an older journal's members have left, from the files as they are now."""
-    today = str(data["today"])
+    """The steps an older journal's members have left (their stamps and entries are made on the
+    files as they are, so repeating a finished one changes nothing)."""
     steps = []
     for fields in data["members"]:
         member = RestoreMember(**fields)
-        done = set(member.steps)
-        x, source = root / member.path, root / member.source
-        ops: list[Op] = []
-        if member.event == "legacy copy":
-            if "copied" not in done and not x.exists():
-                ops.append(FileWrite(member.path, None, restored_bytes(member, source.read_bytes(), today)))
-        else:
-            if "ledger" not in done:
-                ops.append(LedgerAppend(member.path, "restore", member.sha256, "user request",
-                                        modified=member.event == "restore (modified)"))
-            if "moved" not in done:
-                ops.append(FileMove(member.source, member.path, member.sha256))
-            if "stamped" not in done:
-                there = x if x.exists() else source
-                current = there.read_bytes()
-                before = member.sha256 if there == source else sha256_hex(current)
-                ops.append(FileWrite(member.path, before, restored_bytes(member, current, today)))
-        if "spine" not in done and member.spine_entry:
-            ops.append(SpineEdit(member.path, member.spine_entry, entry_cap))
-        steps.append(Step(f"restore {member.path} from {member.source}", ops))
+        source = root / member.source
+        archived = source.read_bytes() if source.is_file() and not (root / member.path).exists() else None
+        steps += member_steps(member, str(data["today"]), entry_cap, archived, frozenset(member.steps))
     return steps
 
 
@@ -149,12 +134,17 @@ def recover_restores(ctx: PassContext) -> RestoreOutcome:
     _adopt_older(ctx)
     outcome = RestoreOutcome()
     for journal in restore_journals(ctx.root):
-        outcome.restored += [_restored_path(step) for step in journal.steps]
+        outcome.restored += _restored_paths(journal.steps)
         run = _run(ctx, journal)
         outcome.self_check, outcome.still_over_budget = run.self_check, run.still_over_budget
     return outcome
 
 
-def _restored_path(step: Step) -> str:
-    return step.title.removeprefix("restore ").split(" from ", 1)[0]
-
+def _restored_paths(steps: list[Step]) -> list[str]:
+    """The tier paths a restore's steps bring back, in order."""
+    found: list[str] = []
+    for op in (op for step in steps for op in step.ops):
+        path = op.target if isinstance(op, FileMove) else op.tier_path if isinstance(op, LedgerAppend) else op.path
+        if path not in found:
+            found.append(path)
+    return found

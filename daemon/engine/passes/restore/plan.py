@@ -11,10 +11,10 @@ from ....store.limits import Limits
 from ....store.paths import LEGACY_PREFIX, SPINE, archived_path, contained, is_legacy, strip_archive
 from ....store.safety import unsafe_name_reason
 from ....store.snapshot import Snapshot
-from ....store.spine import Spine, add_entry, find_entry, room_problem
-from ....store.text import sha256_hex, unescape_free_text
+from ....store.spine import room_problem
+from ....store.text import unescape_free_text
 from ....store.tierfile import append_index_detail, set_frontmatter
-from ...executor import FileMove, FileWrite, LedgerAppend, Op, Step
+from ...executor import FileMove, FileWrite, FrontmatterEdit, LedgerAppend, Op, SpineEdit, Step
 
 
 class RestoreRefused(DistilldError):
@@ -132,39 +132,44 @@ def _check_spine_room(snapshot: Snapshot, members: list[RestoreMember], max_line
 
 
 
-def restored_bytes(member: RestoreMember, archived: bytes, today: str) -> bytes:
-    """The file as it comes back: stamped today, recall_count dropped where it drifted, and the
+def legacy_copy_bytes(member: RestoreMember, archived: bytes, today: str) -> bytes:
+    """A legacy archive file as its copy comes back: stamped, its archive keys dropped, and the
     whole saved hook under Index detail when its entry had to be shortened."""
+    data = set_frontmatter(archived, {"restored_from": member.source, "last_updated": today},
+                           ("archived_on", "reason", "recall_count", "archived_from"))
+    return append_index_detail(data, member.index_detail, today) if member.index_detail else data
+
+
+def member_steps(member: RestoreMember, today: str, entry_cap: int, archived: bytes | None,
+                 done: frozenset[str] = frozenset()) -> list[Step]:
+    """A member's steps: the ledger line and the byte-exact move (one step, so the move is checked
+    before the line is written), then the stamp, then the SPINE entry. The stamp and the entry
+    are made on the files as they are when they run, so an edit made meanwhile (by the
+    distiller, after a kill) is kept; ``done`` names steps an older journal had finished."""
+    steps = []
     if member.event == "legacy copy":
-        data = set_frontmatter(archived, {"restored_from": member.source, "last_updated": today},
-                               ("archived_on", "reason", "recall_count", "archived_from"))
-        return append_index_detail(data, member.index_detail, today) if member.index_detail else data
-    data = set_frontmatter(archived, {"last_updated": today}, ("recall_count",) if member.drift else ())
-    if member.index_detail and member.index_detail not in data.decode("utf-8", "surrogateescape"):
-        data = append_index_detail(data, member.index_detail, today)
-    return data
+        if "copied" not in done and archived is not None:
+            steps.append(Step(f"copy {member.source} to {member.path}",
+                              [FileWrite(member.path, None, legacy_copy_bytes(member, archived, today))]))
+    else:
+        first: list[Op] = []
+        if "ledger" not in done:
+            first.append(LedgerAppend(member.path, "restore", member.sha256, "user request",
+                                      modified=member.event == "restore (modified)"))
+        if "moved" not in done:
+            first.append(FileMove(member.source, member.path, member.sha256))
+        if first:
+            steps.append(Step(f"bring {member.source} back to {member.path}", first))
+        steps.append(Step(f"stamp {member.path}", [FrontmatterEdit(
+            member.path, {"last_updated": today}, ["recall_count"] if member.drift else [], member.index_detail,
+            today)]))
+    if member.spine_entry:
+        steps.append(Step(f"point the SPINE at {member.path}", [SpineEdit(member.path, member.spine_entry, entry_cap)]))
+    return steps
 
 
 def restore_steps(snapshot: Snapshot, members: list[RestoreMember], today: str, entry_cap: int) -> list[Step]:
-    """One step per member: the ledger line first, the byte-exact move, the stamp, the SPINE entry."""
-    spine = snapshot.contents.get(SPINE)
-    if spine is None:
+    if SPINE not in snapshot.contents:
         raise RestoreRefused(f"{snapshot.root}/SPINE.md is missing; nothing restored")
-    steps = []
-    for member in members:
-        archived = snapshot.contents[member.source]
-        stamped = restored_bytes(member, archived, today)
-        ops: list[Op]
-        if member.event == "legacy copy":
-            ops = [FileWrite(member.path, None, stamped)]
-        else:
-            ops = [LedgerAppend(member.path, "restore", member.sha256, "user request",
-                                modified=member.event == "restore (modified)"),
-                   FileMove(member.source, member.path, member.sha256),
-                   FileWrite(member.path, member.sha256, stamped)]
-        if member.spine_entry and find_entry(Spine(spine), member.path) is None:
-            added = add_entry(Spine(spine), member.spine_entry, member.path, entry_cap).encode("utf-8", "surrogateescape")
-            ops.append(FileWrite(SPINE, sha256_hex(spine), added))
-            spine = added
-        steps.append(Step(f"restore {member.path} from {member.source}", ops))
-    return steps
+    return [step for member in members
+            for step in member_steps(member, today, entry_cap, snapshot.contents.get(member.source))]

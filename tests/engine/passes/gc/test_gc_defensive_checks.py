@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from builders import FIXED_NOW, StoreBuilder, healthy_store
 from distilld.actions.gc import run_gc_apply, run_gc_revert
+from distilld.actions.passes import locked_pass
 from distilld.engine.passes.gc import apply as gc_engine
 from distilld.engine.passes.gc.apply import GcRefused, RecoveryStopped
 from distilld.policy import load_policy
@@ -125,6 +126,29 @@ def test_recovery_stops_on_a_state_it_cannot_explain(store: Path) -> None:
     (store / "projects/heron.md").write_bytes(b"# a stub an old client re-created\n")
     with pytest.raises(RecoveryStopped, match="cannot recover projects/heron.md"):
         run_gc_apply(store, POLICY, now)
+
+
+def test_a_move_that_never_completed_is_recorded_once_even_when_killed_before_its_flag(store: Path) -> None:
+    # A kill after the archive line, before the move; then someone edited the file: the move
+    # can no longer be made, so recovery records it as never completed (a restore line).
+    raw = (store / "projects/heron.md").read_bytes()
+    half_done_manifest(store, sha256_hex(raw))
+    shutil.move(store / "archive/projects/heron.md", store / "projects/heron.md")
+    (store / "projects/heron.md").write_bytes(raw + b"- a line written after the kill\n")
+    manifest = (store / MANIFESTS / "20261130T120000Z.json").read_text()
+
+    def recover() -> list[str]:
+        with locked_pass(store, POLICY, now) as ctx:  # the recovery alone: no new gc plan after it
+            return gc_engine.recover_gc(ctx).abandoned
+
+    assert recover() == ["projects/heron.md"]
+    never = [line for line in ledger_lines(store) if "reason: move never completed" in line]
+    assert len(never) == 1 and "from: archive/projects/heron.md" in never[0]
+    # As a kill right after that line and before the manifest's flag would leave it:
+    (store / MANIFESTS / "20261130T120000Z.json").write_text(manifest)
+    assert recover() == ["projects/heron.md"]
+    assert [line for line in ledger_lines(store) if "reason: move never completed" in line] == never
+    assert (store / "projects/heron.md").read_bytes().endswith(b"- a line written after the kill\n")
 
 
 # -- gc revert ---------------------------------------------------------------------------------------
