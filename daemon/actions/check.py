@@ -41,7 +41,8 @@ def run_check(store: Path, limits: Limits, before: Path | None = None) -> CheckR
         findings.append(note("C2", "unmigrated", CATALOG,
                              "pre-1.2 store (no CATALOG.md): budgets are reported, not enforced; "
                              "migrate it to the 1.2 layout before gc or restore"))
-    lost = lost_ledger_lines(snapshot.root)
+    # From the snapshot's bytes: a linked or unreadable ledger is C2's to report, never read here.
+    lost = lost_ledger_lines(snapshot.root, snapshot.ledger.raw) if snapshot.ledger is not None else None
     if lost is not None:  # a note, as the format's checker cannot see it; every write pass refuses
         findings.append(note("C2", "ledger-lost-lines", LEDGER, str(lost)))
     groups: tuple[Group, ...] = GROUPS[:3]

@@ -135,10 +135,12 @@ def _lost_since_commit(root: Path, current: bytes) -> LostLines | None:
                      f"git: `git -C {root} show {committed.commit}:{LEDGER}`")
 
 
-def lost_ledger_lines(root: Path) -> LostLines | None:
+def lost_ledger_lines(root: Path, current: bytes | None = None) -> LostLines | None:
     """The ledger lines the last pass saw, or the last commit holds, that are no longer there
-    (a changed line counts as lost), or None. Read-only."""
-    current = _read(root / LEDGER) or b""
+    (a changed line counts as lost), or None. Read-only. ``current``: the ledger's bytes as the
+    caller already read them (check's snapshot, which never reads through a link)."""
+    if current is None:
+        current = _read(root / LEDGER) or b""
     return _lost_since_seen(root, current) or _lost_since_commit(root, current)
 
 

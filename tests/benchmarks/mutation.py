@@ -49,7 +49,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "engine/lock/lock_file.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
     "engine/lock/protocol.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
     "engine/lock/liveness.py": (["tests/engine/test_guard.py"], ["tests/engine/test_lock.py"]),
-    "store/fs.py": (["tests/store/test_safety.py"], ["tests/engine/passes/gc/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
+    "store/fs.py": (["tests/store/test_fs.py", "tests/store/test_safety.py"], ["tests/engine/passes/gc/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
     "store/invariants.py": (["tests/store/test_rules_c1_c2_c3.py"],
                             ["tests/store/test_bad_input.py", "tests/store/test_differential.py"]),
     "gitstore/sync.py": (["tests/gitstore/test_git_sync.py"],

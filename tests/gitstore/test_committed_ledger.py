@@ -117,7 +117,7 @@ def test_check_and_status_name_the_lost_line_and_the_pass_runs_once_it_is_back(
     ledger.write_bytes(whole.replace(b"reason: past threshold", b"reason: edited"))  # a changed line is lost
     lost = lost_ledger_lines(store.resolve())
     assert lost is not None and len(lost.lines) == 1 and "past threshold" in lost.lines[0]
-    notes = [f for f in run_check(store).findings if f.code == "ledger-lost-lines"]
+    notes = [f for f in run_check(store, POLICY.limits).findings if f.code == "ledger-lost-lines"]
     assert len(notes) == 1 and notes[0].severity == "note" and "marlin.md" in notes[0].message
     assert cli_main(["status", "--store", str(store)]) in (0, 3)
     out = capsys.readouterr().out
@@ -125,7 +125,7 @@ def test_check_and_status_name_the_lost_line_and_the_pass_runs_once_it_is_back(
     with pytest.raises(UnsafeStore, match="since the last commit"):
         run_gc_apply(store, POLICY, lambda: FIXED_NOW)
     ledger.write_bytes(whole)
-    assert not [f for f in run_check(store).findings if f.code == "ledger-lost-lines"]
+    assert not [f for f in run_check(store, POLICY.limits).findings if f.code == "ledger-lost-lines"]
     run_gc_apply(store, POLICY, lambda: FIXED_NOW)  # runs again
 
 
@@ -153,7 +153,7 @@ def test_growth_since_the_last_commit_is_accepted_wherever_it_is_sorted_in(tmp_p
 
 def test_a_committed_deletion_is_still_caught_by_the_state_folders_copy(tmp_path: Path, git: GitCli) -> None:
     store = committed_store(tmp_path, git)
-    run_check(store)  # read-only: it keeps no copy
+    run_check(store, POLICY.limits)  # read-only: it keeps no copy
     assert not seen_ledger_path(store.resolve()).exists()
     (store / "CATALOG.md").write_bytes((store / "CATALOG.md").read_bytes() + b"\n")
     assert cli_main(["catalog", "--write", str(store)]) == 0  # a pass: the copy is kept again
