@@ -24,6 +24,7 @@ Only links, which must never leave the SPINE, can make a hook longer than its li
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -75,7 +76,8 @@ def _cut_words(text: str, limit: int) -> str:
             best = candidate
     if byte_len(best) * 2 >= limit:
         return best
-    unspaced = " " not in text and not text.isascii()  # a script written without spaces: cut between characters
+    # a script written without spaces (ideographs, kana: wide characters): cut between characters
+    unspaced = " " not in text and any(unicodedata.east_asian_width(c) in "WF" for c in text)
     for at_spaces in (True, False) if unspaced else (True,):
         for i in range(1, len(text)):
             if at_spaces and text[i] != " ":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -394,6 +395,9 @@ def whole_words_of(out: str, hook: str) -> bool:
     for word in (w.rstrip(",;:.") for w in out.split(" ")) if out else []:
         if word in allowed or (word.endswith(ELLIPSIS) and word[:-1].rstrip(",;:.") in allowed):
             continue
+        if word.endswith(ELLIPSIS) and any(w.startswith(word[:-1]) and any(
+                unicodedata.east_asian_width(c) in "WF" for c in w) for w in allowed):
+            continue  # a script written without spaces is cut between its characters
         return False
     return True
 
