@@ -31,7 +31,7 @@ from .context import PassContext
 from .crash import crashpoint
 from .executor import Executor, FileWrite, Pacer, PlanStopped, Step
 from .finish import finish_pass
-from .journal import PassJournal
+from .journal import Journal, PassJournal
 
 
 @dataclass
@@ -100,19 +100,44 @@ def _journal_catalog(journal: PassJournal) -> Callable[[FileWrite], FileWrite]:
     return journal_it
 
 
-def _carry_out(ctx: PassContext, journal: PassJournal, run: JournalRun, interval: float,
-               durable: bool) -> None:
-    """Every unfinished step, each marked once done."""
-    pacer = Pacer(ctx.heartbeat, interval, barrier=not durable)
-    executor = Executor(ctx.root, pacer, ctx.now_stamp, durable)
+def carry_out_steps(executor: Executor, journal: Journal) -> list[tuple[str, str]]:
+    """Every step of any pass's journal not yet done, through the one executor, each marked in
+    the journal once done (the file and checksum of every write)."""
+    written: list[tuple[str, str]] = []
     for index, step in enumerate(journal.steps):
         if step.done:
             continue
-        run.written += executor.run(step)
+        written += executor.run(step)
         journal.mark(index)
-        crashpoint("step-marked")
-        run.steps_done.append(step.title)
+    return written
+
+
+def _carry_out(ctx: PassContext, journal: PassJournal, run: JournalRun, interval: float,
+               durable: bool) -> None:
+    pacer = Pacer(ctx.heartbeat, interval, barrier=not durable)
+    done_before = {i for i, step in enumerate(journal.steps) if step.done}
+    run.written += carry_out_steps(Executor(ctx.root, pacer, ctx.now_stamp, durable), journal)
+    run.steps_done += [step.title for i, step in enumerate(journal.steps) if step.done and i not in done_before]
     pacer.flush()  # every planned write on disk before the catalog and the finished line
+
+
+def journal_before(root: Path, journal: PassJournal) -> Snapshot | None:
+    """The store as it was before the pass, from the bytes its journal keeps of every file it
+    writes (None when it cannot be known: an operation that keeps no bytes, or an older journal),
+    so a resumed pass is checked for loss (C4) as its first run was."""
+    writes = journal.writes()
+    if len(writes) != sum(len(step.ops) for step in journal.steps) + (journal.catalog is not None):
+        return None
+    now = take_snapshot(root)
+    files = now.file_contents()
+    for op in reversed(writes):  # the first write of a path holds the bytes it had before the pass
+        if op.before is not None and op.previous is None:
+            return None
+        if op.previous is None:
+            files.pop(op.path, None)
+        else:
+            files[op.path] = op.previous
+    return planned_snapshot(now, files)
 
 
 def _undo_plan(root: Path, journal: PassJournal) -> tuple[dict[str, bytes | None], list[str]]:

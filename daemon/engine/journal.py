@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from ..errors import DistilldError
 from ..store import fs
+from .crash import crashpoint
 from .executor import FileWrite, Step, op_from_json, op_to_json, step_from_json, step_to_json
 
 
@@ -32,7 +33,9 @@ class Journal(Protocol):
     """What the executor and the recovery need of any pass's journal."""
 
     path: Path
-    steps: list[Step]
+
+    @property
+    def steps(self) -> list[Step]: ...
 
     @property
     def unfinished(self) -> bool: ...
@@ -91,6 +94,7 @@ class PassJournal:
     def mark(self, index: int) -> None:
         self.steps[index].done = True
         fs.append_line(self.path, json.dumps({"done": index}), durable=False)  # a lost mark: redone
+        crashpoint("step-marked")
 
     def record_catalog(self, write: FileWrite) -> None:
         self.catalog = write

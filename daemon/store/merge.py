@@ -32,7 +32,7 @@ from .incremental import IncrementalStore
 from .ledger import Ledger, LedgerLine, merge_ledgers
 from .limits import Limits
 from .line_replay import replay_lines
-from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, TIERS, archived_path
+from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, archived_path
 from .snapshot import snapshot_from_files
 from .spine import Spine, add_entry, find_entry, remove_pointer
 from .sync_inbox import ConflictInbox, conflict_item

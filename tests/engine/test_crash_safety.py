@@ -61,8 +61,8 @@ pytestmark = pytest.mark.slow
 
 GC_BOUNDARIES = ("manifest-written", "ledger-appended", "file-moved", "spine-edited",
                  "manifest-marked", "catalog-written")
-RESTORE_BOUNDARIES = ("journal-written", "ledger-appended", "file-moved", "file-written",
-                      "step-marked", "catalog-written")
+RESTORE_BOUNDARIES = ("journal-written", "ledger-appended", "file-moved", "file-stamped",
+                      "spine-edited", "step-marked", "catalog-written")
 
 # Where the gc apply is first crashed in the "recovery" scenario: the split family's parent is
 # archived, its child (split_from the parent) is not, the SPINE still points at both.
@@ -83,10 +83,10 @@ OCCURRENCES: dict[str, dict[str, int]] = {
     # Revert of the 4 done moves, newest first.
     "revert": {"manifest-written": 0, "ledger-appended": 4, "file-moved": 4, "spine-edited": 4,
                "manifest-marked": 4, "catalog-written": 1},
-    # 2 members, each one step: ledger, move, stamp, SPINE entry; each step marked in the journal
-    # once done.
-    "restore": {"journal-written": 1, "ledger-appended": 2, "file-moved": 2, "file-written": 4,
-                "step-marked": 2, "catalog-written": 1},
+    # 2 members, each three steps: the ledger line and the move; the stamp; the SPINE entry (one
+    # line names both, so the second finds it there); each step marked in the journal once done.
+    "restore": {"journal-written": 1, "ledger-appended": 2, "file-moved": 2, "file-stamped": 2,
+                "spine-edited": 2, "step-marked": 6, "catalog-written": 1},
 }
 OPERATIONS = tuple(OCCURRENCES)
 RESTORE_TARGET = "projects/a.md"
@@ -496,11 +496,11 @@ def test_boundary_list_matches_the_engine() -> None:
     gc = boundaries_in("passes/gc/apply.py", "passes/gc/manifest.py", "finish.py") | {"ledger-appended",
                                                                                       "file-moved", "spine-edited"}
     assert gc == set(GC_BOUNDARIES)
-    restore = boundaries_in("passes/restore/apply.py", "finish.py") | {"ledger-appended", "file-moved",
-                                                                       "file-written", "step-marked"}
+    restore = boundaries_in("passes/restore/apply.py", "journal.py", "finish.py") | {
+        "ledger-appended", "file-moved", "file-stamped", "spine-edited"}
     assert restore == set(RESTORE_BOUNDARIES)
-    assert {"ledger-appended", "file-moved", "spine-edited", "file-written"} <= executor_boundaries()
-    assert "step-marked" in boundaries_in("apply.py")
+    assert {"ledger-appended", "file-moved", "spine-edited", "file-stamped"} <= executor_boundaries()
+    assert "step-marked" in boundaries_in("journal.py")
     for operation in ("apply", "recovery", "revert"):
         assert set(OCCURRENCES[operation]) == set(GC_BOUNDARIES)
     assert set(OCCURRENCES["restore"]) == set(RESTORE_BOUNDARIES)

@@ -16,7 +16,7 @@ from ....errors import DistilldError
 from ....store.local import pending_migrations
 from ....store.paths import Layout
 from ....store.snapshot import Snapshot
-from ...apply import JournalRun, keep_previous_bytes, run_journal
+from ...apply import JournalRun, journal_before, keep_previous_bytes, run_journal
 from ...context import PassContext
 from ...crash import crashpoint
 from ...gate import refuse_unless_plan_passes
@@ -65,5 +65,5 @@ def recover_compaction(ctx: PassContext) -> JournalRun:
     """Finish every interrupted compaction, or roll it back where a file changed under it."""
     run = JournalRun()
     for journal in compaction_journals(ctx.root):
-        run.absorb(run_journal(ctx, journal, None))
+        run.absorb(run_journal(ctx, journal, journal_before(ctx.root, journal)))
     return run

@@ -24,6 +24,7 @@ from ....store.tierfile import append_index_detail
 from ...context import PassContext
 from ...crash import crashpoint
 from ...executor import Executor, FileMove, FileWrite, LedgerAppend, Op, Pacer, PlanStopped, SpineEdit, Step, take_ledger
+from ...apply import carry_out_steps
 from ...finish import finish_pass
 from ...gate import planned_files, refuse_unless_plan_passes
 from .manifest import (
@@ -137,9 +138,11 @@ def apply_gc(ctx: PassContext, plan: GcPlan, before: Snapshot) -> GcOutcome:
     ctx.heartbeat()
     crashpoint("manifest-written")
     outcome = GcOutcome(manifest.path)
-    for index, move in enumerate(manifest.moves):
-        _archive_one(ctx, manifest, index)
-        outcome.moved.append(move.source)
+    try:
+        carry_out_steps(_executor(ctx), manifest)
+    except PlanStopped as stopped:
+        raise RecoveryStopped(str(stopped)) from None
+    outcome.moved = [move.source for move in manifest.moves]
     outcome.self_check = _finish(ctx, manifest, before)
     outcome.still_over_budget = ctx.still_over_budget
     return outcome

@@ -19,7 +19,6 @@ from pathlib import Path
 from ....errors import StoreRefused
 from ....policy import Policy
 from ....store import fs
-from ....store.catalog import render_catalog
 from ....store.findings import Finding
 from ....store.invariants import check_store
 from ....store.ledger import restore_event
@@ -325,7 +324,7 @@ def revert_migration(ctx: PassContext) -> MigrateOutcome:
             ctx.heartbeat()
     # 6. the catalog: rebuilt only if the store had one; otherwise none, as before
     if (backup / CATALOG).is_file():
-        fs.atomic_write(root / CATALOG, encode(render_catalog(take_snapshot(root), ctx.now())))
+        write_catalog(ctx)  # the one finish step's catalog, in the line endings it has
     elif (root / CATALOG).is_file():
         fs.remove(root / CATALOG)
     # 7. REVERTED replaces PENDING
