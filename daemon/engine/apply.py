@@ -30,27 +30,21 @@ from ..store.text import sha256_hex
 from .context import PassContext
 from .crash import crashpoint
 from .executor import Executor, FileWrite, Pacer, PlanStopped, Step
-from .finish import finish_pass
+from .finish import SelfChecked, finish_pass
 from .journal import Journal, PassJournal
 
 
 @dataclass
-class JournalRun:
+class JournalRun(SelfChecked):
     """What carrying out (or rolling back) a journal did."""
 
     journal: Path | None = None
     steps_done: list[str] = field(default_factory=list)
     written: list[tuple[str, str]] = field(default_factory=list)
-    self_check: list[Finding] = field(default_factory=list)
-    still_over_budget: list[Finding] = field(default_factory=list)
     rolled_back: str | None = None  # why the pass was rolled back, if it was
     restored: list[str] = field(default_factory=list)  # files the rollback gave their bytes back
     kept: list[str] = field(default_factory=list)  # files changed under the pass, kept as they are
     interrupted: bool = False  # a file changed under the pass: plan again
-
-    @property
-    def ok(self) -> bool:
-        return not self.self_check
 
     def absorb(self, other: JournalRun) -> None:
         """Take in the run of a later journal (a recovery that finished several)."""

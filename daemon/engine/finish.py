@@ -8,6 +8,7 @@ where the pass has it; breaches the store had before the pass are reported, not 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..store import fs
@@ -19,6 +20,19 @@ from ..store.text import encode, sha256_hex
 from .context import PassContext
 from .crash import crashpoint
 from .executor import FileWrite
+
+
+@dataclass(kw_only=True)
+class SelfChecked:
+    """What a pass's outcome says of its self-check: the failures it caused, and the budget
+    breaches the store already had (reported, not failed)."""
+
+    self_check: list[Finding] = field(default_factory=list)
+    still_over_budget: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.self_check
 
 
 def _read(path: Path) -> bytes | None:

@@ -20,12 +20,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UnsafeStore
+from ..errors import DistilldError, UnsafeStore
 from ..locations import instance_key, state_dir  # not ..settings: check stays light
 from ..store import fs
 from ..store.ledger import lost_lines
-from ..store.paths import LEDGER
+from ..store.local import pending_migrations
+from ..store.paths import LEDGER, Layout
 from ..store.safety import store_links
+from ..store.snapshot import Snapshot
 
 # The lock protocol's own temp names (STORE-FORMAT.md 2.2), beside distilld's fs.TEMP_RE.
 PROTOCOL_TEMP_RE = re.compile(r"^\.(?:lock\.(?:new|swap|mx)\.([0-9]+)\.[0-9A-Za-z]+|status\.tmp\.([0-9]+))$")
@@ -181,3 +183,17 @@ def guarded_pass(root: Path) -> Iterator[None]:
             yield
     finally:
         remember_ledger(root)  # into the state folder, outside the confinement
+
+
+def refuse_unless_settled(snapshot: Snapshot, refused: type[DistilldError], before: str, unmigrated: str,
+                          commands: str = "distilld migrate --finish / --revert") -> None:
+    """A pass runs on a readable store in the 1.2 layout with no migration PENDING; otherwise
+    ``refused`` says what to do first (``before``: "before compacting"; ``unmigrated``: the advice
+    for a pre-1.2 store)."""
+    snapshot.require_readable()
+    pending = pending_migrations(snapshot.root)
+    if pending:
+        raise refused(f"{pending[0]}: a store migration is PENDING; finish or revert it "
+                      f"({commands}) {before}")
+    if snapshot.layout is Layout.UNMIGRATED:
+        raise refused(f"{snapshot.root}: pre-1.2 store (no CATALOG.md); {unmigrated}")

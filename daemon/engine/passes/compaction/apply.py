@@ -13,13 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ....errors import DistilldError
-from ....store.local import pending_migrations
-from ....store.paths import Layout
 from ....store.snapshot import Snapshot
 from ...apply import JournalRun, journal_before, keep_previous_bytes, run_journal
 from ...context import PassContext
 from ...crash import crashpoint
 from ...gate import refuse_unless_plan_passes
+from ...guard import refuse_unless_settled
 from ...journal import PassJournal, new_journal, unfinished_journals
 from .plan import CompactionPlan
 
@@ -32,14 +31,8 @@ class CompactionRefused(DistilldError):
 
 
 def refuse_unless_compaction_allowed(snapshot: Snapshot) -> None:
-    snapshot.require_readable()
-    pending = pending_migrations(snapshot.root)
-    if pending:
-        raise CompactionRefused(f"{pending[0]}: a store migration is PENDING; finish or revert it "
-                             "(distilld migrate --finish / --revert) before compacting")
-    if snapshot.layout is Layout.UNMIGRATED:
-        raise CompactionRefused(f"{snapshot.root}: pre-1.2 store (no CATALOG.md); its compaction is part of "
-                             "the migration: run `distilld migrate` (preview) and then `distilld migrate --apply`")
+    refuse_unless_settled(snapshot, CompactionRefused, "before compacting", "its compaction is part of the "
+                          "migration: run `distilld migrate` (preview) and then `distilld migrate --apply`")
 
 
 def compaction_journals(root: Path) -> list[PassJournal]:

@@ -15,8 +15,8 @@ from ....errors import StoreRefused
 from ....store import fs
 from ....store.findings import Finding
 from ....store.hooks import entry_within_cap
-from ....store.local import GC_LOG, GC_MANIFESTS_DIR, pending_migrations
-from ....store.paths import SPINE, Layout, archived_path, contained
+from ....store.local import GC_LOG, GC_MANIFESTS_DIR
+from ....store.paths import SPINE, archived_path, contained
 from ....store.snapshot import Snapshot
 from ....store.spine import Spine, find_entry, room_problem
 from ....store.text import sha256_hex, sha256_norm_hex
@@ -25,8 +25,9 @@ from ...context import PassContext
 from ...crash import crashpoint
 from ...executor import Executor, FileMove, FileWrite, LedgerAppend, Op, Pacer, PlanStopped, SpineEdit, Step, take_ledger
 from ...apply import carry_out_steps
-from ...finish import finish_pass
+from ...finish import SelfChecked, finish_pass
 from ...gate import planned_files, refuse_unless_plan_passes
+from ...guard import refuse_unless_settled
 from .manifest import (
     Manifest,
     ManifestMove,
@@ -50,28 +51,17 @@ class RecoveryStopped(StoreRefused):
 
 
 @dataclass
-class GcOutcome:
+class GcOutcome(SelfChecked):
     manifest: Path | None
     moved: list[str] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
     abandoned: list[str] = field(default_factory=list)
     reverted: list[str] = field(default_factory=list)
-    self_check: list[Finding] = field(default_factory=list)
-    still_over_budget: list[Finding] = field(default_factory=list)  # breaches the store had before
-
-    @property
-    def ok(self) -> bool:
-        return not self.self_check
 
 
 def refuse_unless_gc_allowed(snapshot: Snapshot) -> None:
-    snapshot.require_readable()
-    pending = pending_migrations(snapshot.root)
-    if pending:
-        raise GcRefused(f"{pending[0]}: a store migration is PENDING; finish or revert it "
-                        "(migrate --finish / --revert) before gc or restore")
-    if snapshot.layout is Layout.UNMIGRATED:
-        raise GcRefused(f"{snapshot.root}: pre-1.2 store (no CATALOG.md); migrate it before gc or restore")
+    refuse_unless_settled(snapshot, GcRefused, "before gc or restore", "migrate it before gc or restore",
+                          "migrate --finish / --revert")
 
 
 # -- small write steps shared by apply, recovery and revert ---------------------------------

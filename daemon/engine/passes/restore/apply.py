@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from ....store import fs
-from ....store.findings import Finding
 from ....store.local import RESTORE_JOURNALS_DIR
 from ....store.snapshot import take_snapshot
 from ...apply import JournalRun, keep_previous_bytes, run_journal
 from ...context import BUDGET_CODES, PassContext
 from ...crash import crashpoint
 from ...executor import FileMove, LedgerAppend, Step
+from ...finish import SelfChecked
 from ...gate import planned_files, refuse_unless_plan_passes
 from ...journal import PassJournal, journal_order, new_journal, unfinished_journals
 from .plan import RestoreMember, RestoreRefused, member_steps, restore_steps
@@ -32,15 +32,9 @@ PASS_NAME = "restore"
 
 
 @dataclass
-class RestoreOutcome:
+class RestoreOutcome(SelfChecked):
     restored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    self_check: list[Finding] = field(default_factory=list)
-    still_over_budget: list[Finding] = field(default_factory=list)  # breaches the store had before
-
-    @property
-    def ok(self) -> bool:
-        return not self.self_check
 
 
 def _run(ctx: PassContext, journal: PassJournal) -> JournalRun:
