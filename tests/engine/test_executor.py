@@ -94,3 +94,11 @@ def test_a_spine_edit_removes_a_pointer_once(store: Path) -> None:
     assert [path for path, _ in executor(store).run(step)] == ["SPINE.md"]
     assert "projects/y.md" not in (store / "SPINE.md").read_text()
     assert executor(store).run(step) == []
+
+
+def test_a_move_killed_between_its_link_and_its_unlink_is_finished(store: Path) -> None:
+    # one file under both names: the old name goes, and the step goes on
+    (store / "projects/y.md").hardlink_to(store / "archive/projects/y.md")
+    executor(store).run(restore_step())
+    assert not (store / "archive/projects/y.md").exists()
+    assert (store / "projects/y.md").read_bytes() == STAMPED

@@ -637,3 +637,46 @@ def test_a_restore_journal_of_the_older_json_format_is_finished(tmp_path: Path, 
     assert json.loads(older.read_text())["finished"] is True
     assert [p.suffix for p in sorted(older.parent.iterdir())] == [".json", ".jsonl"]
     assert failing(check_store(take_snapshot(root), POLICY.limits)) == []
+
+
+def test_an_edit_after_a_killed_restore_step_is_kept_and_the_restore_finished(tmp_path: Path) -> None:
+    """A kill after the file came back (its step marked), before the stamp; then the distiller
+    edited SPINE.md and the file: the recovery stamps the file and adds the entry on the files as
+    they now are, and both edits stay."""
+    from distilld.actions.passes import locked_pass
+    from distilld.engine.passes.restore.plan import plan_restore, restore_steps
+    from distilld.engine.journal import new_journal
+    from distilld.engine.recovery import finish_interrupted
+
+    root = tmp_path / "store"
+    healthy_store(root)
+    snapshot = take_snapshot(root)
+    members = plan_restore(snapshot, "projects/marlin.md", POLICY.limits)
+    steps = restore_steps(snapshot, members, "2026-11-30", POLICY.limits.spine.entry_max_bytes)
+    journal = new_journal(root / "data/restore-journals", "restore", FIXED_NOW, STAMP, steps)
+    journal.create()
+    with (root / "archive/LEDGER.md").open("a") as ledger:  # the first step, done and marked before the kill
+        ledger.write(restore_line("projects/marlin.md", MARLIN_ARCHIVED) + "\n")
+    (root / "archive/projects/marlin.md").rename(root / "projects/marlin.md")
+    journal.mark(0)
+    (root / "projects/marlin.md").write_bytes(MARLIN_ARCHIVED + b"- An edit made after the kill.\n")
+    (root / "SPINE.md").write_bytes((root / "SPINE.md").read_bytes() + b"<!-- an edit after the kill -->\n")
+
+    with locked_pass(root, POLICY, clock) as ctx:
+        finish_interrupted(ctx)
+    assert (root / "projects/marlin.md").read_bytes() == MARLIN_RESTORED + b"- An edit made after the kill.\n"
+    spine = (root / "SPINE.md").read_text("utf-8")
+    assert MARLIN_ENTRY in spine and "<!-- an edit after the kill -->" in spine
+    assert len([line for line in ledger_lines(root) if " restore | from: archive/projects/marlin.md" in line]) == 1
+
+
+def test_a_file_over_its_caps_is_restored_and_the_breach_reported(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    big = MARLIN_ARCHIVED + b"".join(f"- line {n} of a long file.\n".encode() for n in range(80))
+    b = healthy_store(root)
+    b.write("archive/projects/marlin.md", big)
+    b.rebuild_catalog()
+    outcome = run_restore(root, "projects/marlin.md", POLICY, clock)
+    assert outcome.restored == ["projects/marlin.md"]
+    assert (root / "projects/marlin.md").exists() and not (root / "archive/projects/marlin.md").exists()
+    assert any(f.path == "projects/marlin.md" for f in outcome.self_check + outcome.still_over_budget)
