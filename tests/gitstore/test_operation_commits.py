@@ -48,27 +48,35 @@ def wait_for(predicate, timeout: float, what: str) -> None:  # type: ignore[no-u
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def run_while_the_distiller_writes(args: list[str], env: dict[str, str], distiller: StoreLock, root: Path,
+                                   names: tuple[str, ...]) -> tuple[int, str]:
+    """Run a distilld command that waits for the distiller's held lock; the distiller writes
+    ``names`` during the wait and then releases. The command's exit code and output."""
+    proc = subprocess.Popen([sys.executable, "-m", "distilld", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1)  # not a condition: the command is waiting for the lock by now, or has started anyway
+        assert proc.poll() is None, proc.communicate()
+        for name in names:
+            path = root / name
+            path.write_bytes(path.read_bytes() + b"- written by alpha during the wait\n")
+        distiller.release()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, out + err
+
+
 def test_gc_apply_wait_commits_only_what_it_wrote_while_holding_the_lock(tmp_path: Path, origin: Origin) -> None:
     a = Machine("a", tmp_path / "a", origin)
     lifecycle_store(a.root)
     a.init()
     distiller = StoreLock(a.root, "alpha")
     distiller.acquire()
-    gc = subprocess.Popen([sys.executable, "-m", "distilld", "gc", "--apply", "--wait", "60", str(a.root)],
-                          env=cli_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        time.sleep(1)  # not a condition: gc must be waiting for the lock by now, or have started anyway
-        assert gc.poll() is None, gc.communicate()
-        # The distiller writes during gc's wait, then releases.
-        for name in ("craft/testing.md", "ops/deploy.md"):
-            path = a.root / name
-            path.write_bytes(path.read_bytes() + b"- written by alpha during the wait\n")
-        distiller.release()
-        out, err = gc.communicate(timeout=120)
-    finally:
-        if gc.poll() is None:
-            gc.kill()
-    assert gc.returncode == 0, out + err
+    code, output = run_while_the_distiller_writes(["gc", "--apply", "--wait", "60", str(a.root)], cli_env(tmp_path),
+                                                  distiller, a.root, ("craft/testing.md", "ops/deploy.md"))
+    assert code == 0, output
     history = commits(a.root)
     lifecycle = next(c for c in history if "Distilld-Operation: lifecycle" in c.message)
     assert not paths_of(lifecycle) & {"craft/testing.md", "ops/deploy.md"}
@@ -104,20 +112,9 @@ def test_restore_wait_commits_only_what_it_wrote_while_holding_the_lock(tmp_path
     assert (a.root / "archive/projects/old-a.md").exists()
     distiller = StoreLock(a.root, "alpha")
     distiller.acquire()
-    restore = subprocess.Popen([sys.executable, "-m", "distilld", "restore", "projects/old-a.md", str(a.root),
-                                "--wait", "60"], env=cli_env(tmp_path), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    try:
-        time.sleep(1)  # not a condition: restore must be waiting for the lock by now, or have started anyway
-        assert restore.poll() is None, restore.communicate()
-        path = a.root / "craft/testing.md"
-        path.write_bytes(path.read_bytes() + b"- written by alpha during the wait\n")
-        distiller.release()
-        out, err = restore.communicate(timeout=120)
-    finally:
-        if restore.poll() is None:
-            restore.kill()
-    assert restore.returncode == 0, out + err
+    code, output = run_while_the_distiller_writes(["restore", "projects/old-a.md", str(a.root), "--wait", "60"],
+                                                  cli_env(tmp_path), distiller, a.root, ("craft/testing.md",))
+    assert code == 0, output
     history = commits(a.root)
     restored = next(c for c in history if "projects/old-a.md" in paths_of(c) and "archive/LEDGER.md" in paths_of(c)
                     and c is not history[-1] and "restore" in c.message.lower())
