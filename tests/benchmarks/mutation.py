@@ -2,7 +2,7 @@
 
     python -m pip install -e '.[mutation]'
     python tests/benchmarks/mutation.py                      # every module, in priority order
-    python tests/benchmarks/mutation.py engine/gc.py store/ledger.py --budget 1800
+    python tests/benchmarks/mutation.py engine/passes/gc/apply.py store/ledger.py --budget 1800
     python tests/benchmarks/mutation.py --list               # the modules and their test subsets
     python tests/benchmarks/mutation.py store/fs.py --sample 60 --seed 1   # a reproducible sample
 
@@ -39,9 +39,13 @@ OUT = REPO / "tests" / "benchmarks" / "out"
 # module -> (the fast subset every mutant is tried against; the wider subset a survivor of the
 # fast one must also survive). Default (non-slow) tests, except for the modules in WITH_SLOW.
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "engine/gc.py": (["tests/engine/passes/gc/test_gc_defensive_checks.py"],
-                     ["tests/engine/passes/gc/test_gc_apply.py", "tests/engine/passes/restore/test_restore.py", "tests/test_hostile_corpus.py"]),
+    "engine/passes/gc/apply.py": (["tests/engine/passes/gc/test_gc_defensive_checks.py"],
+                                  ["tests/engine/passes/gc/test_gc_apply.py", "tests/engine/passes/restore/test_restore.py",
+                                   "tests/test_hostile_corpus.py"]),
+    "engine/passes/gc/manifest.py": (["tests/engine/passes/gc/test_gc_defensive_checks.py"],
+                                     ["tests/engine/passes/gc/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
     "gitstore/merge.py": (["tests/gitstore/test_merge_checks.py"], ["tests/store/test_sync_merge.py"]),
+    "store/merge.py": (["tests/store/test_sync_merge.py"], ["tests/gitstore/test_merge_checks.py"]),
     "store/ledger.py": (["tests/store/test_ledger.py", "tests/store/test_safety.py", "tests/store/test_sync_merge.py",
                          "tests/store/test_rules_c1_c2_c3.py"],
                         ["tests/engine/passes/gc/test_gc_defensive_checks.py", "tests/engine/passes/gc/test_gc_apply.py"]),
@@ -49,6 +53,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "engine/lock/lock_file.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
     "engine/lock/protocol.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
     "engine/lock/liveness.py": (["tests/engine/test_guard.py"], ["tests/engine/test_lock.py"]),
+    "engine/lock/acquire.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py", "tests/engine/test_lock_timings.py"]),
+    "engine/lock/status.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
+    "engine/lock/mutex.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
+    "engine/lock/files.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
     "store/fs.py": (["tests/store/test_fs.py", "tests/store/test_safety.py"], ["tests/engine/passes/gc/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
     "store/invariants.py": (["tests/store/test_rules_c1_c2_c3.py"],
                             ["tests/store/test_bad_input.py", "tests/store/test_differential.py"]),
