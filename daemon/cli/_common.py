@@ -242,6 +242,13 @@ def log_takeover(root: Path, owner: str, previous: str | None, age: int | None) 
         click.echo(f"distilld: note: the activity log could not be written: {error}", err=True)
 
 
+def say_waiting(root: Path, holder: str | None, age: int | None, wait: float) -> None:
+    """A command told to --wait says whom it waits for, so that it does not look hung."""
+    who = f"held by {holder} for {age} s" if holder else "contended"
+    click.echo(f"distilld: waiting up to {wait:g} s for {root}/.lock ({who}: a distillation is running)",
+               err=True)
+
+
 @contextmanager
 def committed(store: Path, operation: str, policy_value: Any, wait: float = 0) -> Iterator[Any]:
     """A maintenance operation run from the command line is one git commit of exactly what it
@@ -251,6 +258,7 @@ def committed(store: Path, operation: str, policy_value: Any, wait: float = 0) -
     from ..engine import lock
 
     lock.takeover_hook = log_takeover
+    lock.waiting_hook = say_waiting
     with sync_action.operation_under_lock(store, operation, policy_value, now, wait) as record:
         yield record  # the caller may give it a subject that says what happened
     if record.result is not None and record.result.commit:

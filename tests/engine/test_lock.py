@@ -131,6 +131,27 @@ def test_acquire_held_by_another_owner_raises_lockheld(store: Path, clock: FakeC
     assert lock_text(store) == before
 
 
+def test_a_wait_for_a_holder_is_told_once_and_an_acquire_without_wait_tells_nothing(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from distilld.engine import lock as lock_package
+
+    told: list[tuple[Path, str | None, int | None, float]] = []
+    monkeypatch.setattr(lock_package, "waiting_hook", lambda *args: told.append(args))
+    make(store, "alpha", clock).acquire()
+    clock.advance(7)
+
+    with pytest.raises(LockHeld):
+        make(store, "beta", clock).acquire()
+    assert told == []  # no wait asked: nothing to say
+    with pytest.raises(LockHeld):
+        make(store, "beta", clock).acquire(wait=0.3)  # polls about six times
+    assert told == [(store, "alpha", 7, 0.3)]
+    make(store, "alpha", clock).release()
+    make(store, "beta", clock).acquire(wait=5)  # free at once: no wait, nothing said
+    assert len(told) == 1
+
+
 def test_acquire_wait_polls_until_the_deadline(store: Path, clock: FakeClock) -> None:
     make(store, "alpha", clock).acquire()
     started = time.monotonic()

@@ -52,11 +52,14 @@ def run_while_the_distiller_writes(args: list[str], env: dict[str, str], distill
                                    names: tuple[str, ...]) -> tuple[int, str]:
     """Run a distilld command that waits for the distiller's held lock; the distiller writes
     ``names`` during the wait and then releases. The command's exit code and output."""
-    proc = subprocess.Popen([sys.executable, "-m", "distilld", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "distilld", *args], env={**env, "PYTHONUNBUFFERED": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1)  # not a condition: the command is waiting for the lock by now, or has started anyway
-        assert proc.poll() is None, proc.communicate()
+        assert proc.stderr is not None
+        # The command says when it starts waiting for the held lock: the distiller writes after that.
+        said = proc.stderr.readline()
+        assert said.startswith("distilld: waiting up to 60 s for ") and "held by alpha" in said, \
+            said + proc.communicate()[1]
         for name in names:
             path = root / name
             path.write_bytes(path.read_bytes() + b"- written by alpha during the wait\n")
@@ -65,7 +68,7 @@ def run_while_the_distiller_writes(args: list[str], env: dict[str, str], distill
     finally:
         if proc.poll() is None:
             proc.kill()
-    return proc.returncode, out + err
+    return proc.returncode, out + said + err
 
 
 def test_gc_apply_wait_commits_only_what_it_wrote_while_holding_the_lock(tmp_path: Path, origin: Origin) -> None:

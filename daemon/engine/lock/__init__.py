@@ -34,10 +34,12 @@ from .protocol import (
     read_lock,
 )
 from .status import STATUS_FILE, LockState, LockStateKind, StatusLine, lock_status
-from .store_lock import StoreLock, TakeoverHook
+from .store_lock import StoreLock, TakeoverHook, WaitingHook
 
 # Set by the command line (`lock.takeover_hook = ...`); StoreLock reads it at each takeover.
 takeover_hook: TakeoverHook | None = None
+# Set by the command line too; StoreLock calls it once when an acquire starts waiting for a holder.
+waiting_hook: WaitingHook | None = None
 
 __all__ = [
     "LOCK_FILE",
@@ -66,4 +68,6 @@ __all__ = [
     "pid_alive",
     "read_lock",
     "takeover_hook",
+    "waiting_hook",
+    "WaitingHook",
 ]

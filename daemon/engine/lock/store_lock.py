@@ -3,7 +3,8 @@
 Every change to an existing `.lock` happens under the takeover mutex, after re-reading it:
 heartbeat and release re-check that the line is still exactly the one this owner wrote (owner
 and epoch), so a stale holder that was taken over learns it (LockLost) and writes nothing, not
-even its checkpoint. Taking the lock is acquire.py's; a takeover is told to ``takeover_hook``.
+even its checkpoint. Taking the lock is acquire.py's; a takeover is told to ``takeover_hook``,
+and a wait for a holder, once, to ``waiting_hook``.
 
 Wall-clock time (the `.lock` epoch, the ISO stamps, staleness) comes from the injected ``clock``;
 waits and polls use the monotonic clock, so a frozen test clock cannot make a wait endless.
@@ -25,12 +26,14 @@ from .acquire import AcquireKind, Acquirer, AcquireResult
 from .files import io_error
 from .lock_file import LockFile
 from .mutex import MutexBusy, TakeoverMutex
-from .protocol import Clock, check_owner
+from .protocol import Clock, LockLine, check_owner
 from .status import StatusLine, checkpoint
 
 # Told of every stale-lock takeover (the store, the new owner, the old owner, its age in s), so
 # the command line can put it in the activity log; the daemon logs its own takeovers itself.
 TakeoverHook = Callable[[Path, str, "str | None", "int | None"], None]
+# (store root, the holder's owner or None when contended, its age in seconds, how long we wait)
+WaitingHook = Callable[[Path, "str | None", "int | None", float], None]
 
 
 class StoreLock:
@@ -104,6 +107,7 @@ class StoreLock:
         if not wait >= 0:
             raise LockUsageError(f"wait must be >= 0 seconds (got {wait!r})")
         deadline = time.monotonic() + wait
+        told_waiting = False
         while True:
             outcome = self._acquirer.try_once()
             if isinstance(outcome, AcquireResult):
@@ -113,6 +117,9 @@ class StoreLock:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self._acquirer.held_error(outcome)
+            if not told_waiting:
+                told_waiting = True
+                self._tell_waiting(outcome, wait)
             time.sleep(min(self.poll_seconds, remaining))
 
     def heartbeat(self, step: int | None = None, signals: int | None = None) -> None:
@@ -174,6 +181,14 @@ class StoreLock:
 
         if takeover_hook is not None:
             takeover_hook(self.root, self.owner, taken.previous_owner, taken.previous_age)
+
+    def _tell_waiting(self, holder: LockLine | None, wait: float) -> None:
+        # Said once per acquire, so that a command told to --wait does not look hung.
+        from . import waiting_hook
+
+        if waiting_hook is not None:
+            age = None if holder is None else max(0, int(self._clock()) - holder.epoch)
+            waiting_hook(self.root, None if holder is None else holder.owner, age, wait)
 
     def _check_named_owner(self, *, missing: str, other: str) -> None:
         # The cheap check outside the mutex, for the script's messages; the exact one is inside.
