@@ -1,13 +1,14 @@
-"""The sync's merge path in the default (not slow) run: real repositories in tmp_path, one bare
-remote and two clones that diverge, taken in by an in-memory merge that is committed, pushed
-and ends with the same bytes on both machines. The slow scenarios are in test_git_sync.py."""
+"""Sync in the default (not slow) run, with real repositories in tmp_path and one bare remote:
+two clones that diverge, taken in by an in-memory merge that is committed, pushed and ends with
+the same bytes on both machines; and the check of what is about to be pushed, whoever committed
+it. The slow scenarios are in test_git_sync.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from gitmachines import Machine, Origin, assert_converged, ledger_events, lifecycle_store
+from gitmachines import GitCli, Machine, Origin, assert_converged, ledger_events, lifecycle_store
 
 from distilld.store.ledger import Ledger
 
@@ -67,3 +68,128 @@ def test_a_second_sync_after_the_merge_has_nothing_to_do(diverged: tuple[Machine
     again = b.sync()
     assert again.state == "up-to-date" and again.integration is None, again  # nothing to take in
     assert not again.commits and not again.pushed and (again.ahead, again.behind) == (0, 0)
+
+
+# -- what is about to be pushed, whoever committed it -----------------------------------------
+
+MARKED = b"# Testing\n\n<<<<<<< ours\n- one rule\n=======\n- another rule\n>>>>>>> theirs\n"
+
+
+@pytest.fixture
+def pushed(tmp_path: Path, origin: Origin) -> Machine:
+    """A store pushed to the remote; the tests commit on top of it with the user's own git."""
+    a = Machine("a", tmp_path / "a", origin)
+    lifecycle_store(a.root)
+    a.init()
+    assert a.sync().pushed
+    return a
+
+
+def user_commit(machine: Machine, git: GitCli, subject: str, *paths: str) -> str:
+    git(machine.root, "add", "-f", *paths)
+    git(machine.root, "commit", "-q", "-m", subject)
+    return machine.head()
+
+
+def fix_hint(machine: Machine) -> str:
+    return (f"fix it in {machine.root}, commit the fix (`git -C {machine.root} commit`), then sync again; "
+            "distilld never rewrites your commits")
+
+
+def test_a_users_commit_leaving_conflict_markers_is_not_pushed(pushed: Machine, origin: Origin,
+                                                                git: GitCli) -> None:
+    a = pushed
+    before = origin.head()
+    a.write("craft/testing.md", MARKED)
+    commit = user_commit(a, git, "resolve the testing notes by hand", "craft/testing.md")
+    report = a.sync()
+    assert report.state == "blocked" and not report.pushed and report.ahead == 1, report
+    assert report.reason == (f"not pushed: commit {commit[:7]} (resolve the testing notes by hand) leaves "
+                             f"conflict markers in craft/testing.md; {fix_hint(a)}")
+    assert origin.head() == before and a.head() == commit  # nothing rewritten, nothing sent
+    a.write("craft/testing.md", b"# Testing\n\n- one rule\n- another rule\n")
+    fixed = user_commit(a, git, "keep both rules", "craft/testing.md")
+    assert a.sync().pushed and origin.head() == fixed
+    assert [str(p.id) for p in a.repo()[fixed].parents] == [commit]  # the user's commits as they were
+
+
+def test_the_newest_commit_of_a_path_is_the_one_named(pushed: Machine, origin: Origin, git: GitCli) -> None:
+    a = pushed
+    a.append("craft/testing.md", "- a clean line first\n")
+    user_commit(a, git, "a clean edit", "craft/testing.md")
+    a.write("craft/testing.md", MARKED)
+    marked = user_commit(a, git, "then the markers", "craft/testing.md")
+    reason = a.sync().reason or ""
+    assert reason.startswith(f"not pushed: commit {marked[:7]} (then the markers) leaves conflict markers"), reason
+
+
+def test_markers_committed_then_resolved_are_pushed(pushed: Machine, origin: Origin, git: GitCli) -> None:
+    a = pushed
+    a.write("craft/testing.md", MARKED)
+    user_commit(a, git, "half a merge", "craft/testing.md")
+    a.write("craft/testing.md", b"# Testing\n\n- one rule\n")
+    resolved = user_commit(a, git, "resolved", "craft/testing.md")
+    report = a.sync()
+    assert report.pushed and report.state == "synced" and origin.head() == resolved, report
+
+
+@pytest.mark.parametrize(("path", "why"), [
+    ("bin/distill-update.sh", "a machine-local path (dotfiles, data/, local/, bin/ never leave this machine)"),
+    ("craft/a\\b.md", "a path that is not contained in the store (D10)"),
+    ("craft/a:b.md", "a path that is not contained in the store (D10)"),
+    ("~notes.md", "a path that is not contained in the store (D10)"),
+])
+def test_a_path_other_machines_cannot_take_is_not_pushed(pushed: Machine, origin: Origin, git: GitCli,
+                                                         path: str, why: str) -> None:
+    a = pushed
+    before = origin.head()
+    a.write(path, "#!/bin/sh\necho hello\n")
+    commit = user_commit(a, git, "add a file", path)
+    report = a.sync()
+    assert report.state == "blocked" and not report.pushed, report
+    assert report.reason == f"not pushed: commit {commit[:7]} (add a file) adds {path}, {why}; {fix_hint(a)}"
+    assert origin.head() == before
+
+
+def test_a_symlink_is_not_pushed(pushed: Machine, origin: Origin, git: GitCli) -> None:
+    a = pushed
+    before = origin.head()
+    (a.root / "craft/link.md").symlink_to("testing.md")
+    commit = user_commit(a, git, "link a note", "craft/link.md")
+    report = a.sync()
+    assert report.reason == (f"not pushed: commit {commit[:7]} (link a note) adds craft/link.md, a symlink; "
+                             f"{fix_hint(a)}")
+    assert report.state == "blocked" and origin.head() == before
+
+
+def test_a_path_added_then_removed_is_not_held_against_the_next(pushed: Machine, origin: Origin,
+                                                                git: GitCli) -> None:
+    """bin/ is refused on its own; removed again before the push it is no reason, and the
+    marked file after it in path order is still found."""
+    a = pushed
+    a.write("bin/a.sh", "echo a\n")
+    user_commit(a, git, "a script", "bin/a.sh")
+    git(a.root, "rm", "-q", "--cached", "bin/a.sh")
+    git(a.root, "commit", "-q", "-m", "untrack the script")
+    a.write("craft/testing.md", MARKED)
+    marked = user_commit(a, git, "markers", "craft/testing.md")
+    reason = a.sync().reason or ""
+    assert reason.startswith(f"not pushed: commit {marked[:7]} (markers) leaves conflict markers in "
+                             "craft/testing.md"), reason
+    a.write("craft/testing.md", b"# Testing\n\n- one rule\n")
+    resolved = user_commit(a, git, "resolved", "craft/testing.md")
+    assert a.sync().pushed and origin.head() == resolved
+
+
+def test_the_managed_dotfiles_and_what_the_remote_holds_already_are_pushed(pushed: Machine, origin: Origin,
+                                                                           git: GitCli) -> None:
+    """.gitignore is a dotfile distilld itself keeps in git; and a local path the user already
+    pushed by hand is the remote's history, not this push's."""
+    a = pushed
+    a.write("bin/by-hand.sh", "echo pushed by the user\n")
+    user_commit(a, git, "a script, pushed by hand", "bin/by-hand.sh")
+    git(a.root, "push", "-q", "origin", "main")
+    a.append(".gitignore", "*.swp\n")
+    commit = user_commit(a, git, "ignore swap files", ".gitignore")
+    report = a.sync()
+    assert report.pushed and report.state == "synced" and origin.head() == commit, report
