@@ -5,12 +5,16 @@ it. The slow scenarios are in test_git_sync.py."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+import distilld.gitstore.sync as sync_module
 import pytest
-from gitmachines import GitCli, Machine, Origin, assert_converged, ledger_events, lifecycle_store
-
+from distilld.gitstore.remote import PushRejected
+from distilld.gitstore.repo import StoreRepo, open_store
+from distilld.gitstore.sync_state import load_state
 from distilld.store.ledger import Ledger
+from gitmachines import GitCli, Machine, Origin, assert_converged, ledger_events, lifecycle_store
 
 
 @pytest.fixture
@@ -193,3 +197,39 @@ def test_the_managed_dotfiles_and_what_the_remote_holds_already_are_pushed(pushe
     commit = user_commit(a, git, "ignore swap files", ".gitignore")
     report = a.sync()
     assert report.pushed and report.state == "synced" and origin.head() == commit, report
+
+
+def test_a_push_rejected_three_times_in_a_row_gives_up_and_backs_off(pushed: Machine, origin: Origin,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each rejection is followed by a fetch and a new try, three rounds at most; then the sync
+    fails with the commit kept locally, and the next scheduled run waits."""
+    a = pushed
+    before = origin.head()
+    a.append("ops/deploy.md", "- Deploys wait for a green canary.\n")
+    rounds = {"fetch": 0, "push": 0}
+    real_fetch = sync_module.fetch
+
+    def counted_fetch(store: StoreRepo, credentials: object = None) -> None:
+        rounds["fetch"] += 1
+        real_fetch(store)
+
+    def rejected_push(store: StoreRepo, credentials: object = None) -> None:
+        rounds["push"] += 1
+        raise PushRejected(f"push to {origin.url} rejected: the remote moved on")
+
+    monkeypatch.setattr(sync_module, "fetch", counted_fetch)
+    monkeypatch.setattr(sync_module, "push", rejected_push)
+    started = time.time()
+    report = a.sync()
+    assert rounds == {"fetch": 3, "push": 3}
+    assert report.state == "push-failed" and not report.pushed and report.ahead == 1, report
+    assert report.reason == "the push was rejected 3 times in a row"
+    assert report.notes.count(f"push to {origin.url} rejected: the remote moved on; fetching and trying again") == 3
+    assert "1 commit(s) wait locally and go with the next push" in report.notes
+    state = load_state(open_store(a.root))
+    assert state.failures == 1 and state.retry_at > started and state.last_error == report.reason
+    assert a.sync(scheduled=True).state == "skipped" and rounds["push"] == 3
+    assert origin.head() == before
+    monkeypatch.undo()
+    assert a.sync().pushed and origin.head() == a.head()
+    assert load_state(open_store(a.root)).failures == 0
