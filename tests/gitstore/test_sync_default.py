@@ -6,6 +6,7 @@ it. The slow scenarios are in test_git_sync.py."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import distilld.gitstore.sync as sync_module
@@ -228,8 +229,39 @@ def test_a_push_rejected_three_times_in_a_row_gives_up_and_backs_off(pushed: Mac
     assert "1 commit(s) wait locally and go with the next push" in report.notes
     state = load_state(open_store(a.root))
     assert state.failures == 1 and state.retry_at > started and state.last_error == report.reason
-    assert a.sync(scheduled=True).state == "skipped" and rounds["push"] == 3
+    until = datetime.fromtimestamp(state.retry_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert report.retry_at == until
+    waiting = a.sync(scheduled=True)
+    assert waiting.state == "skipped" and rounds["push"] == 3 and waiting.retry_at == until
+    assert waiting.reason == (f"backing off after 1 failure(s) until {until} (last: the push was rejected 3 "
+                              "times in a row); `distilld sync` retries now")
     assert origin.head() == before
     monkeypatch.undo()
     assert a.sync().pushed and origin.head() == a.head()
     assert load_state(open_store(a.root)).failures == 0
+
+
+def test_an_agents_file_left_with_conflict_markers_is_said_and_not_committed(pushed: Machine,
+                                                                             origin: Origin) -> None:
+    a = pushed
+    a.write("craft/testing.md", MARKED)
+    a.append("ops/deploy.md", "- Deploys stop at 17:00.\n")
+    report = a.sync()
+    assert report.state == "synced" and report.pushed and len(report.commits) == 1, report
+    assert report.notes == ["craft/testing.md: not committed: craft/testing.md holds git conflict markers; "
+                            "resolve them by hand, then distilld commits it"]
+    committed = a.repo()[origin.head()].tree
+    assert b"Deploys stop at 17:00" in (committed / "ops/deploy.md").data
+    assert b"<<<<<<<" not in (committed / "craft/testing.md").data
+    assert a.read("craft/testing.md") == MARKED  # left as it is, for a person to resolve
+
+
+def test_a_store_still_being_written_waits_for_quiet_and_says_so(pushed: Machine, origin: Origin) -> None:
+    a = pushed
+    before = origin.head()
+    a.append("ops/deploy.md", "- Written a moment ago.\n")
+    report = a.sync(quiet_seconds=3600)
+    assert report.commits == [] and not report.pushed and origin.head() == before, report
+    assert len(report.notes) == 1 and report.notes[0].endswith("s ago; waiting for 3600 s of quiet"), report.notes
+    assert report.notes[0].startswith("the store changed ")
+    assert a.sync().pushed  # quiet not asked for: committed and pushed
