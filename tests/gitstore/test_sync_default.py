@@ -11,6 +11,7 @@ from pathlib import Path
 
 import distilld.gitstore.sync as sync_module
 import pytest
+from distilld.engine.lock import StoreLock
 from distilld.gitstore.remote import PushRejected
 from distilld.gitstore.repo import StoreRepo, open_store
 from distilld.gitstore.sync_state import load_state
@@ -265,3 +266,30 @@ def test_a_store_still_being_written_waits_for_quiet_and_says_so(pushed: Machine
     assert len(report.notes) == 1 and report.notes[0].endswith("s ago; waiting for 3600 s of quiet"), report.notes
     assert report.notes[0].startswith("the store changed ")
     assert a.sync().pushed  # quiet not asked for: committed and pushed
+
+
+@pytest.mark.parametrize("remote", ["no branch yet", "behind us", "at our commit"])
+def test_a_sync_with_nothing_to_take_in_needs_no_lock(tmp_path: Path, origin: Origin, git: GitCli,
+                                                      remote: str) -> None:
+    """Nothing to commit and nothing to take in: the sync takes no .lock, so a distillation
+    under way does not hold back what is already committed."""
+    a = Machine("a", tmp_path / "a", origin)
+    lifecycle_store(a.root)
+    a.init()
+    if remote != "no branch yet":
+        assert a.sync().pushed
+    if remote == "behind us":
+        a.append("ops/deploy.md", "- Committed by the user.\n")
+        user_commit(a, git, "a rule", "ops/deploy.md")
+    distiller = StoreLock(a.root, "alpha")
+    distiller.acquire()
+    try:
+        report = a.sync()
+    finally:
+        distiller.release()
+    assert report.reason is None and (report.ahead, report.behind) == (0, 0), report
+    assert origin.head() == a.head()
+    if remote == "at our commit":
+        assert report.state == "up-to-date" and not report.pushed, report
+    else:
+        assert report.state == "synced" and report.pushed, report
