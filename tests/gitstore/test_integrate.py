@@ -81,3 +81,63 @@ def test_a_commit_made_while_the_sync_checks_out_is_kept(pair: tuple[Machine, Ma
     assert again.ok and again.pushed, again
     assert a.repo().descendant_of(a.repo().head.target, users.id) and origin.head() == a.head()
     assert b"- From B.\n" in a.read("ops/deploy.md")
+
+
+def branch_log(machine: Machine) -> list[str]:
+    """The branch's reflog messages, oldest first."""
+    return [entry.message for entry in machine.repo().references["refs/heads/main"].log()][::-1]
+
+
+def test_the_branch_moves_say_what_they_took_in(pair: tuple[Machine, Machine], origin: Origin) -> None:
+    a, b = pair
+    assert branch_log(b)[0] == "distilld: first checkout of origin/main"
+    a.append("ops/deploy.md", "- From A.\n")
+    assert a.sync().pushed
+    assert b.sync().integration == "fast-forward"
+    assert branch_log(b)[-1] == "distilld: fast-forward to origin/main"
+    a.append("ops/deploy.md", "- From A again.\n")
+    assert a.sync().pushed
+    b.append("craft/testing.md", "- From B.\n")
+    assert b.sync().integration == "merged"
+    assert branch_log(b)[-1] == "distilld: merge origin/main"
+
+
+def test_a_file_changed_on_both_machines_is_kept_with_where_each_side_came_from(
+        pair: tuple[Machine, Machine], origin: Origin) -> None:
+    a, b = pair
+    a.append("craft/testing.md", "- From A: contract tests run first.\n")
+    assert a.sync().pushed
+    theirs = a.head()
+    b.append("craft/testing.md", "- From B: property tests for parsers.\n")
+    ours_before = b.read("craft/testing.md")
+    report = b.sync()
+    assert report.integration == "merged" and report.state == "synced", report
+    [item] = report.inbox
+    agents = report.commits[0]  # B's edit, committed before the merge: the local side
+    assert f"craft/testing.md: local main {agents[:12]} version kept whole as {item}" in report.resolutions
+    kept = b.read(item)
+    assert f"kept_from: local main {agents[:12]}\n".encode() in kept
+    assert (f"note: changed on both machines; the origin/main {theirs[:12]} version stays at "
+            "craft/testing.md\n").encode() in kept
+    assert kept.endswith(ours_before) and b.read("craft/testing.md") == a.read("craft/testing.md")
+
+
+def test_a_merge_that_would_break_the_store_names_each_failure(pair: tuple[Machine, Machine], origin: Origin) -> None:
+    """Each side alone stays within the SPINE's 80 lines; both together would not."""
+    a, b = pair
+    a.append("SPINE.md", "".join(f"<!-- note from A {n} -->\n" for n in range(30)))
+    b.write("SPINE.md", "".join(f"<!-- note from B {n} -->\n" for n in range(30)).encode() + b.read("SPINE.md"))
+    assert a.sync().pushed
+    report = b.sync()
+    assert report.state == "blocked" and report.integration == "blocked", report
+    assert (report.reason or "").startswith("the merge would break the store, so nothing was committed: [C1] "), report
+    assert "SPINE has" in (report.reason or "")
+    assert len(b.repo()[b.head()].parents) == 1 and origin.head() == a.head()
+
+
+def test_a_sync_that_commits_nothing_and_has_nothing_to_take_in_is_up_to_date(pair: tuple[Machine, Machine],
+                                                                             origin: Origin) -> None:
+    _, b = pair
+    b.append("ops/deploy.md", "- Written a moment ago.\n")
+    report = b.sync(quiet_seconds=3600)  # an edit waiting for quiet: the lock is taken, nothing comes in
+    assert report.integration == "up-to-date" and report.state == "up-to-date" and not report.pushed, report
