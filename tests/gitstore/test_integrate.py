@@ -4,11 +4,13 @@ commit it started from, so a commit made meanwhile is never lost."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pygit2
 import pytest
+from distilld.gitstore.errors import GitStoreError
 from gitmachines import GitCli, Machine, Origin, lifecycle_store
 
 
@@ -141,3 +143,76 @@ def test_a_sync_that_commits_nothing_and_has_nothing_to_take_in_is_up_to_date(pa
     b.append("ops/deploy.md", "- Written a moment ago.\n")
     report = b.sync(quiet_seconds=3600)  # an edit waiting for quiet: the lock is taken, nothing comes in
     assert report.integration == "up-to-date" and report.state == "up-to-date" and not report.pushed, report
+
+
+# -- a machine joining with a copy of the store ---------------------------------------------------
+
+NOTES = [f"craft/note-{n:02d}.md" for n in range(12)]
+
+
+@pytest.fixture
+def remote_with_notes(tmp_path: Path, origin: Origin) -> Machine:
+    a = Machine("a", tmp_path / "a", origin)
+    lifecycle_store(a.root)
+    for path in NOTES:
+        a.write(path, f"# {path}\n")
+    a.init()
+    assert a.sync().pushed
+    return a
+
+
+def join(tmp_path: Path, origin: Origin, prepare: Any) -> tuple[Machine, str]:
+    """A copy of the remote's files in a new folder, changed by ``prepare``, then `init` there:
+    the message of its refusal."""
+    b = Machine("b", tmp_path / "b", origin)
+    shutil.copytree(tmp_path / "a", b.root, ignore=shutil.ignore_patterns(".git"))
+    prepare(b)
+    with pytest.raises(GitStoreError) as refused:
+        b.init()
+    return b, str(refused.value)
+
+
+def test_joining_names_the_first_ten_differing_files_and_counts_the_rest(
+        tmp_path: Path, origin: Origin, remote_with_notes: Machine) -> None:
+    def edit_all(b: Machine) -> None:
+        for path in NOTES:
+            b.append(path, "- an edit made by hand\n")
+
+    b, message = join(tmp_path, origin, edit_all)
+    shown = ", ".join(NOTES[:10])
+    assert message == (f"{b.root}: cannot check out origin/main: the store already holds files that differ from "
+                       f"the remote's ({shown} and 2 more); move them aside (or keep what matters as inbox "
+                       "items), then try again")
+    assert b.repo().head_is_unborn and b.read(NOTES[0]).endswith(b"- an edit made by hand\n")
+
+
+def test_joining_names_the_first_ten_staged_files_and_counts_the_rest(
+        tmp_path: Path, origin: Origin, remote_with_notes: Machine, git: GitCli) -> None:
+    def stage_all(b: Machine) -> None:
+        git(b.root, "init", "-q", "-b", "main")
+        git(b.root, "add", *NOTES)
+
+    b, message = join(tmp_path, origin, stage_all)
+    assert message == (f"{b.root}: cannot check out origin/main: files are staged in this repository before its "
+                       f"first commit ({', '.join(NOTES[:10])} and 2 more); commit or unstage them (`git reset`), "
+                       "then try again")
+    assert sorted(entry.path for entry in b.repo().index) == NOTES
+
+
+def test_joining_refuses_a_symlink_even_to_the_same_bytes(tmp_path: Path, origin: Origin,
+                                                          remote_with_notes: Machine) -> None:
+    def link(b: Machine) -> None:
+        (b.root / NOTES[0]).rename(b.root / "kept.md")
+        (b.root / NOTES[0]).symlink_to(b.root / "kept.md")
+
+    b, message = join(tmp_path, origin, link)
+    assert f"the store already holds files that differ from the remote's ({NOTES[0]}); " in message
+    assert (b.root / NOTES[0]).is_symlink() and b.repo().head_is_unborn
+
+
+def test_joining_with_identical_copies_checks_out_over_them(tmp_path: Path, origin: Origin,
+                                                            remote_with_notes: Machine) -> None:
+    b = Machine("b", tmp_path / "b", origin)
+    shutil.copytree(tmp_path / "a", b.root, ignore=shutil.ignore_patterns(".git"))
+    joined = b.init()
+    assert joined.checked_out == remote_with_notes.head() and not joined.mismatches
