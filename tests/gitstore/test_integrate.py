@@ -4,13 +4,14 @@ commit it started from, so a commit made meanwhile is never lost."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pygit2
 import pytest
-from distilld.gitstore.errors import GitStoreError
+from distilld.gitstore.errors import GitBusy, GitStoreError
 from gitmachines import GitCli, Machine, Origin, lifecycle_store
 
 
@@ -216,3 +217,21 @@ def test_joining_with_identical_copies_checks_out_over_them(tmp_path: Path, orig
     shutil.copytree(tmp_path / "a", b.root, ignore=shutil.ignore_patterns(".git"))
     joined = b.init()
     assert joined.checked_out == remote_with_notes.head() and not joined.mismatches
+
+
+def test_a_branch_created_while_a_machine_joins_is_not_overwritten(tmp_path: Path, origin: Origin,
+                                                                    remote_with_notes: Machine, git: GitCli,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    b = Machine("b", tmp_path / "b", origin)
+    b.root.mkdir()
+    real_checkout = pygit2.Repository.checkout_tree
+
+    def checkout_then_user_commits(self: pygit2.Repository, *args: Any, **kwargs: Any) -> None:
+        real_checkout(self, *args, **kwargs)
+        git(b.root, "commit", "-q", "--allow-empty", "-m", "the user's first commit, meanwhile")
+
+    monkeypatch.setattr(pygit2.Repository, "checkout_tree", checkout_then_user_commits)
+    with pytest.raises(GitBusy, match=f"^{re.escape(str(b.root))}: main appeared while syncing; retrying later$"):
+        b.init()
+    monkeypatch.undo()
+    assert b.repo().head.peel(pygit2.Commit).message == "the user's first commit, meanwhile\n"
