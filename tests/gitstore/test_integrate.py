@@ -11,6 +11,7 @@ from typing import Any
 
 import pygit2
 import pytest
+from distilld.actions.sync import render_sync_text
 from distilld.gitstore.errors import GitBusy, GitStoreError
 from gitmachines import GitCli, Machine, Origin, lifecycle_store
 
@@ -235,3 +236,13 @@ def test_a_branch_created_while_a_machine_joins_is_not_overwritten(tmp_path: Pat
         b.init()
     monkeypatch.undo()
     assert b.repo().head.peel(pygit2.Commit).message == "the user's first commit, meanwhile\n"
+
+
+def test_the_first_push_of_an_agents_edit_has_nothing_to_take_in(tmp_path: Path, origin: Origin) -> None:
+    a = Machine("a", tmp_path / "a", origin)
+    lifecycle_store(a.root)
+    a.init()  # committed, never pushed: the remote has no branch yet
+    a.append("ops/deploy.md", "- From A.\n")
+    report = a.sync()
+    assert report.integration == "ahead" and report.state == "synced" and report.pushed, report
+    assert "remote changes:" not in render_sync_text(report)
