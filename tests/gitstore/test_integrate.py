@@ -127,15 +127,17 @@ def test_a_file_changed_on_both_machines_is_kept_with_where_each_side_came_from(
 
 
 def test_a_merge_that_would_break_the_store_names_each_failure(pair: tuple[Machine, Machine], origin: Origin) -> None:
-    """Each side alone stays within the SPINE's 80 lines; both together would not."""
+    """Each side alone stays within the SPINE's 80 lines and 16,000 bytes; both together would not."""
     a, b = pair
-    a.append("SPINE.md", "".join(f"<!-- note from A {n} -->\n" for n in range(30)))
-    b.write("SPINE.md", "".join(f"<!-- note from B {n} -->\n" for n in range(30)).encode() + b.read("SPINE.md"))
+    pad = "x" * 250
+    a.append("SPINE.md", "".join(f"<!-- note from A {n} {pad} -->\n" for n in range(30)))
+    b.write("SPINE.md", "".join(f"<!-- note from B {n} {pad} -->\n" for n in range(30)).encode() + b.read("SPINE.md"))
     assert a.sync().pushed
     report = b.sync()
     assert report.state == "blocked" and report.integration == "blocked", report
-    assert (report.reason or "").startswith("the merge would break the store, so nothing was committed: [C1] "), report
-    assert "SPINE has" in (report.reason or "")
+    reason = report.reason or ""
+    assert re.fullmatch(r"the merge would break the store, so nothing was committed: \[C1\] SPINE has 84 lines "
+                        r"\(max 80\); \[C1\] SPINE is 1\d{4} bytes \(max 16000\)", reason), reason
     assert len(b.repo()[b.head()].parents) == 1 and origin.head() == a.head()
 
 
@@ -246,3 +248,38 @@ def test_the_first_push_of_an_agents_edit_has_nothing_to_take_in(tmp_path: Path,
     report = a.sync()
     assert report.integration == "ahead" and report.state == "synced" and report.pushed, report
     assert "remote changes:" not in render_sync_text(report)
+
+
+LOCAL_PATHS = ("bin/a.sh", "bin/b.sh")
+LOCAL_REFUSAL = "; ".join(f"{p}: the remote tracks a machine-local path; distilld never takes one in" for p in LOCAL_PATHS)
+
+
+def push_local_paths_by_hand(machine: Machine, git: GitCli) -> None:
+    for path in LOCAL_PATHS:
+        machine.write(path, "echo from another machine\n")
+    git(machine.root, "add", "-f", *LOCAL_PATHS)
+    git(machine.root, "commit", "-q", "-m", "ship two scripts")
+    git(machine.root, "push", "-q", "origin", "main")
+
+
+def test_a_fast_forward_bringing_machine_local_paths_names_each(pair: tuple[Machine, Machine], origin: Origin,
+                                                                git: GitCli) -> None:
+    a, b = pair
+    push_local_paths_by_hand(b, git)
+    before = a.head()
+    report = a.sync()
+    assert report.state == "blocked" and report.integration == "blocked", report
+    assert report.reason == LOCAL_REFUSAL
+    assert a.head() == before and not (a.root / "bin").exists()
+
+
+def test_a_first_checkout_bringing_machine_local_paths_names_each(tmp_path: Path, origin: Origin,
+                                                                  pair: tuple[Machine, Machine], git: GitCli) -> None:
+    _, b = pair
+    push_local_paths_by_hand(b, git)
+    joining = Machine("c", tmp_path / "c", origin)
+    joining.root.mkdir()
+    with pytest.raises(GitStoreError) as refused:
+        joining.init()
+    assert str(refused.value) == f"{joining.root}: cannot check out origin/main: {LOCAL_REFUSAL}"
+    assert joining.repo().head_is_unborn and not (joining.root / "bin").exists()
