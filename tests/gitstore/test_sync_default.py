@@ -250,8 +250,9 @@ def test_an_agents_file_left_with_conflict_markers_is_said_and_not_committed(pus
     report = a.sync()
     assert report.state == "synced" and report.pushed and len(report.commits) == 1, report
     assert report.integration == "ahead"  # the remote had nothing new: our commit is ahead of it
-    assert report.notes == ["craft/testing.md: not committed: craft/testing.md holds git conflict markers; "
-                            "resolve them by hand, then distilld commits it"]
+    refused = ("craft/testing.md: not committed: craft/testing.md holds git conflict markers; resolve them by "
+               "hand, then distilld commits it")
+    assert report.notes == [refused]
     committed = a.repo()[origin.head()].tree
     assert b"Deploys stop at 17:00" in (committed / "ops/deploy.md").data
     assert b"<<<<<<<" not in (committed / "craft/testing.md").data
