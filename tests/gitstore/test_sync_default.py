@@ -58,6 +58,7 @@ def test_diverged_clones_are_merged_pushed_and_end_identical(diverged: tuple[Mac
 
     pulled = a.sync()
     assert pulled.integration == "fast-forward" and pulled.state == "synced" and not pulled.mismatches
+    assert pulled.commits == [] and not pulled.pushed  # a fast-forward makes no commit here
     files = assert_converged(origin, a, b)
     # Every ledger line of both machines, interleaved by stamp: B's restore (12:30) comes
     # before A's two archive lines (15:00).
