@@ -237,6 +237,10 @@ def test_a_push_rejected_three_times_in_a_row_gives_up_and_backs_off(pushed: Mac
     assert waiting.state == "skipped" and rounds["push"] == 3 and waiting.retry_at == until
     assert waiting.reason == (f"backing off after 1 failure(s) until {until} (last: the push was rejected 3 "
                               "times in a row); `distilld sync` retries now")
+    again = a.sync()  # by hand, whatever the backoff: rejected three times more, a second failure
+    assert again.state == "push-failed" and rounds["push"] == 6
+    assert load_state(open_store(a.root)).failures == 2
+    assert (a.sync(scheduled=True).reason or "").startswith("backing off after 2 failure(s) until ")
     assert origin.head() == before
     monkeypatch.undo()
     assert a.sync().pushed and origin.head() == a.head()
@@ -296,3 +300,18 @@ def test_a_sync_with_nothing_to_take_in_needs_no_lock(tmp_path: Path, origin: Or
         assert report.state == "up-to-date" and not report.pushed, report
     else:
         assert report.state == "synced" and report.pushed, report
+
+
+def test_the_first_push_checks_the_users_own_first_commit(tmp_path: Path, origin: Origin, git: GitCli) -> None:
+    """An adopted repository whose root commit (made by the user, before distilld) left
+    conflict markers: nothing has been pushed yet, and that commit is checked too."""
+    a = Machine("a", tmp_path / "a", origin)
+    lifecycle_store(a.root)
+    git(a.root, "init", "-q", "-b", "main")
+    a.write("craft/testing.md", MARKED)
+    root_commit = user_commit(a, git, "my first commit", ".")
+    a.init()
+    report = a.sync()
+    assert report.state == "blocked" and not report.pushed and origin.head() is None, report
+    assert (report.reason or "").startswith(f"not pushed: commit {root_commit[:7]} (my first commit) leaves "
+                                            "conflict markers in craft/testing.md"), report.reason
