@@ -315,3 +315,35 @@ def test_the_first_push_checks_the_users_own_first_commit(tmp_path: Path, origin
     assert report.state == "blocked" and not report.pushed and origin.head() is None, report
     assert (report.reason or "").startswith(f"not pushed: commit {root_commit[:7]} (my first commit) leaves "
                                             "conflict markers in craft/testing.md"), report.reason
+
+
+def test_what_a_merge_kept_is_reported_after_a_push_rejected_and_a_second_merge(
+        diverged: tuple[Machine, Machine, str], origin: Origin, monkeypatch: pytest.MonkeyPatch) -> None:
+    """B merges A's commit, keeping its own version of a file both edited in the inbox; A pushes
+    again before B's push lands, so B fetches and merges a second time. The report still
+    names the first merge's inbox item and decisions."""
+    a, b, _ = diverged
+    a.append("craft/testing.md", "- From A: contract tests run first.\n")
+    assert a.sync().pushed
+    real_push = sync_module.push
+    pushes = {"n": 0}
+
+    def a_pushes_first(store: StoreRepo, credentials: object = None) -> None:
+        if store.root == b.root.resolve():
+            pushes["n"] += 1
+            if pushes["n"] == 1:
+                a.append("ops/deploy.md", "- From A, while B was pushing.\n")
+                assert a.sync().pushed
+        real_push(store, credentials)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sync_module, "push", a_pushes_first)
+    report = b.sync()
+    monkeypatch.undo()
+    assert report.ok and report.pushed and pushes["n"] == 2, report
+    assert any("rejected" in note and "fetching and trying again" in note for note in report.notes), report.notes
+    [item] = report.inbox
+    assert "-sync-conflict-craft-testing.md" in item and (b.root / item).exists()
+    assert any(r.startswith("craft/testing.md: local main ") and r.endswith(f" version kept whole as {item}")
+               for r in report.resolutions), report.resolutions
+    assert len(report.commits) == 3  # B's agent edit, then one merge per round
+    assert b"From A, while B was pushing" in b.read("ops/deploy.md") and origin.head() == b.head()
