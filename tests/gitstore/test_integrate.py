@@ -151,7 +151,7 @@ def test_a_sync_that_commits_nothing_and_has_nothing_to_take_in_is_up_to_date(pa
 
 # -- a machine joining with a copy of the store ---------------------------------------------------
 
-NOTES = [f"craft/note-{n:02d}.md" for n in range(12)]
+NOTES = [f"craft/note-{n:02d}.md" for n in range(11)]
 
 
 @pytest.fixture
@@ -176,31 +176,33 @@ def join(tmp_path: Path, origin: Origin, prepare: Any) -> tuple[Machine, str]:
     return b, str(refused.value)
 
 
+@pytest.mark.parametrize("count", [10, 11])
 def test_joining_names_the_first_ten_differing_files_and_counts_the_rest(
-        tmp_path: Path, origin: Origin, remote_with_notes: Machine) -> None:
-    def edit_all(b: Machine) -> None:
-        for path in NOTES:
+        tmp_path: Path, origin: Origin, remote_with_notes: Machine, count: int) -> None:
+    def edit(b: Machine) -> None:
+        for path in NOTES[:count]:
             b.append(path, "- an edit made by hand\n")
 
-    b, message = join(tmp_path, origin, edit_all)
-    shown = ", ".join(NOTES[:10])
+    b, message = join(tmp_path, origin, edit)
+    shown = ", ".join(NOTES[:10]) + (" and 1 more" if count == 11 else "")
     assert message == (f"{b.root}: cannot check out origin/main: the store already holds files that differ from "
-                       f"the remote's ({shown} and 2 more); move them aside (or keep what matters as inbox "
-                       "items), then try again")
+                       f"the remote's ({shown}); move them aside (or keep what matters as inbox items), then try "
+                       "again")
     assert b.repo().head_is_unborn and b.read(NOTES[0]).endswith(b"- an edit made by hand\n")
 
 
+@pytest.mark.parametrize("count", [10, 11])
 def test_joining_names_the_first_ten_staged_files_and_counts_the_rest(
-        tmp_path: Path, origin: Origin, remote_with_notes: Machine, git: GitCli) -> None:
-    def stage_all(b: Machine) -> None:
+        tmp_path: Path, origin: Origin, remote_with_notes: Machine, git: GitCli, count: int) -> None:
+    def stage(b: Machine) -> None:
         git(b.root, "init", "-q", "-b", "main")
-        git(b.root, "add", *NOTES)
+        git(b.root, "add", *NOTES[:count])
 
-    b, message = join(tmp_path, origin, stage_all)
+    b, message = join(tmp_path, origin, stage)
+    shown = ", ".join(NOTES[:10]) + (" and 1 more" if count == 11 else "")
     assert message == (f"{b.root}: cannot check out origin/main: files are staged in this repository before its "
-                       f"first commit ({', '.join(NOTES[:10])} and 2 more); commit or unstage them (`git reset`), "
-                       "then try again")
-    assert sorted(entry.path for entry in b.repo().index) == NOTES
+                       f"first commit ({shown}); commit or unstage them (`git reset`), then try again")
+    assert sorted(entry.path for entry in b.repo().index) == NOTES[:count]
 
 
 def test_joining_refuses_a_symlink_even_to_the_same_bytes(tmp_path: Path, origin: Origin,
