@@ -62,11 +62,11 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "store/invariants.py": (["tests/store/test_rules_c1_c2_c3.py"],
                             ["tests/store/test_bad_input.py", "tests/store/test_differential.py"]),
     "gitstore/sync.py": (["tests/gitstore/test_sync_default.py", "tests/gitstore/test_integrate.py",
-                          "tests/gitstore/test_git_cli.py", "tests/gitstore/test_git_sync.py"],
-                         ["tests/gitstore/test_truthful_status.py", "tests/gitstore/test_merge_checks.py",
-                          "tests/gitstore/test_git_commit.py", "tests/gitstore/test_git_repo.py",
-                          "tests/gitstore/test_git_verify_changed.py", "tests/gitstore/test_unmanaged_folders.py",
-                          "tests/gitstore/test_git_bytes.py"]),
+                          "tests/gitstore/test_git_cli.py", "tests/gitstore/test_truthful_status.py",
+                          "tests/gitstore/test_git_bytes.py", "tests/gitstore/test_git_sync.py"],
+                         ["tests/gitstore/test_merge_checks.py", "tests/gitstore/test_git_commit.py",
+                          "tests/gitstore/test_git_repo.py", "tests/gitstore/test_git_verify_changed.py",
+                          "tests/gitstore/test_unmanaged_folders.py"]),
     # merge_commits itself is gitstore/merge.py's (test_merge_checks.py); these take a fetched
     # branch in through integrate: a first checkout, a fast-forward, a merge.
     "gitstore/integrate.py": (["tests/gitstore/test_integrate.py", "tests/gitstore/test_sync_default.py",

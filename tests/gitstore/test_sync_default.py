@@ -347,3 +347,36 @@ def test_what_a_merge_kept_is_reported_after_a_push_rejected_and_a_second_merge(
                for r in report.resolutions), report.resolutions
     assert len(report.commits) == 3  # B's agent edit, then one merge per round
     assert b"From A, while B was pushing" in b.read("ops/deploy.md") and origin.head() == b.head()
+
+
+def test_a_push_that_fails_for_another_reason_backs_off(pushed: Machine, origin: Origin,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The remote answers the fetch, then is gone by the push: a failure, not a rejection to retry."""
+    a = pushed
+    away = origin.path.with_name("origin-away.git")
+    real_fetch = sync_module.fetch
+
+    def fetch_then_the_remote_goes(store: StoreRepo, credentials: object = None) -> None:
+        real_fetch(store)
+        origin.path.rename(away)
+
+    a.append("ops/deploy.md", "- Deploys wait for a green canary.\n")
+    monkeypatch.setattr(sync_module, "fetch", fetch_then_the_remote_goes)
+    report = a.sync()
+    monkeypatch.undo()
+    assert report.state == "push-failed" and not report.pushed and report.ahead == 1, report
+    assert (report.reason or "").startswith(f"push to {origin.url} failed: "), report.reason
+    assert not any("trying again" in note for note in report.notes)
+    assert load_state(open_store(a.root)).failures == 1
+    away.rename(origin.path)
+    assert a.sync().pushed and origin.head() == a.head()
+
+
+def test_a_commit_without_a_message_is_named_by_its_id(pushed: Machine, origin: Origin, git: GitCli) -> None:
+    a = pushed
+    (a.root / "craft/link.md").symlink_to("testing.md")
+    git(a.root, "add", "craft/link.md")
+    git(a.root, "commit", "-q", "--allow-empty-message", "-m", "")
+    report = a.sync()
+    assert report.reason == (f"not pushed: commit {a.head()[:7]} () adds craft/link.md, a symlink; "
+                             f"{fix_hint(a)}"), report.reason
