@@ -5,6 +5,7 @@
     python tests/benchmarks/mutation.py engine/passes/gc/apply.py store/ledger.py --budget 1800
     python tests/benchmarks/mutation.py --list               # the modules and their test subsets
     python tests/benchmarks/mutation.py store/fs.py --sample 60 --seed 1   # a reproducible sample
+    python tests/benchmarks/mutation.py gitstore/integrate.py --mutants 4,17 --with-slow   # survivors again, slow tests too
 
 The mutants are mutmut's (its operators, through ``mutmut.list_mutations`` and ``mutmut.mutate``);
 this script runs them itself, because mutmut 2's own runner hangs on this suite after a few
@@ -60,11 +61,19 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "store/fs.py": (["tests/store/test_fs.py", "tests/store/test_safety.py"], ["tests/engine/passes/gc/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
     "store/invariants.py": (["tests/store/test_rules_c1_c2_c3.py"],
                             ["tests/store/test_bad_input.py", "tests/store/test_differential.py"]),
-    "gitstore/sync.py": (["tests/gitstore/test_git_sync.py"],
-                         ["tests/gitstore/test_truthful_status.py", "tests/gitstore/test_merge_checks.py",
-                          "tests/gitstore/test_git_commit.py"]),
-    "gitstore/integrate.py": (["tests/gitstore/test_merge_checks.py", "tests/store/test_sync_merge.py"],
-                              ["tests/gitstore/test_git_commit.py"]),
+    "gitstore/sync.py": (["tests/gitstore/test_sync_default.py", "tests/gitstore/test_integrate.py",
+                          "tests/gitstore/test_git_cli.py", "tests/gitstore/test_truthful_status.py",
+                          "tests/gitstore/test_git_bytes.py", "tests/gitstore/test_git_sync.py"],
+                         ["tests/gitstore/test_merge_checks.py", "tests/gitstore/test_git_commit.py",
+                          "tests/gitstore/test_git_repo.py", "tests/gitstore/test_git_verify_changed.py",
+                          "tests/gitstore/test_unmanaged_folders.py"]),
+    # merge_commits itself is gitstore/merge.py's (test_merge_checks.py); these take a fetched
+    # branch in through integrate: a first checkout, a fast-forward, a merge.
+    "gitstore/integrate.py": (["tests/gitstore/test_integrate.py", "tests/gitstore/test_sync_default.py",
+                               "tests/gitstore/test_git_repo.py",
+                               "tests/gitstore/test_git_verify_changed.py", "tests/gitstore/test_unmanaged_folders.py"],
+                              ["tests/gitstore/test_truthful_status.py", "tests/gitstore/test_git_cli.py",
+                               "tests/gitstore/test_git_commit.py", "tests/gitstore/test_git_sync.py"]),
 }
 
 
@@ -109,7 +118,7 @@ def tests_pass(tests: list[str], scratch: Path, timeout: float | None, with_slow
 
 def run_module(module: str, fast: list[str], wide: list[str], scratch: Path, timeout_factor: float,
                deadline: float, sample: int | None = None, seed: int = 0,
-               only: list[int] | None = None) -> tuple[int, int, list[str]]:
+               only: list[int] | None = None, with_slow: bool = False) -> tuple[int, int, list[str]]:
     """Try the mutants of one module (a seeded random ``sample`` of them, in file order) until
     ``deadline``; returns (tried, total, survivors' diffs)."""
     from mutmut import Context, list_mutations, mutate
@@ -117,7 +126,7 @@ def run_module(module: str, fast: list[str], wide: list[str], scratch: Path, tim
     target = scratch / "daemon" / module
     pristine = target.read_text()
     relative = f"daemon/{module}"
-    slow = module in WITH_SLOW
+    slow = with_slow or module in WITH_SLOW
     ok, baseline = tests_pass(fast, scratch, None, slow)
     if not ok:
         raise SystemExit(f"the fast tests of {module} fail without any mutation: {' '.join(fast)}")
@@ -168,6 +177,8 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=None,
                         help="try only this many mutants of each module, chosen at random (reproducible with --seed)")
     parser.add_argument("--seed", type=int, default=0, help="the seed of --sample")
+    parser.add_argument("--with-slow", action="store_true",
+                        help="try every module against its slow tests too (to confirm a survivor of the default ones)")
     parser.add_argument("--mutants", default=None,
                         help="only these mutant numbers (comma-separated, as a report prints them)")
     args = parser.parse_args()
@@ -193,7 +204,7 @@ def main() -> int:
         scratch_copy(scratch)
         for module in chosen:
             total[module] = run_module(module, *MODULES[module], scratch, args.timeout_factor, deadline,
-                                       args.sample, args.seed, only)
+                                       args.sample, args.seed, only, args.with_slow)
     for module, (tried, count, survivors) in total.items():
         print(f"{module}: {tried} of {count} mutants tried, {len(survivors)} survive")
     return 1 if any(survivors for _, _, survivors in total.values()) else 0

@@ -122,6 +122,7 @@ def test_a_mismatch_after_a_pull_is_reported_loudly(tmp_path: Path, origin: Orig
     report = b.sync()
     assert report.state == "mismatch" and not report.ok
     assert any(m.startswith("craft/testing.md:") for m in report.mismatches), report.mismatches
+    assert report.reason == f"{len(report.mismatches)} file(s) differ from what was pulled: BYTE-EXACTNESS FAILED"
 
 
 def test_every_tracked_file_is_verified_not_only_the_pulled_ones(tmp_path: Path, origin: Origin) -> None:

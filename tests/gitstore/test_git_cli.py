@@ -58,6 +58,22 @@ def test_sync_exit_codes(tmp_path: Path, origin: Origin, capsys: pytest.CaptureF
     assert code == 8 and "OFFLINE" in out and "next automatic try after" in out
 
 
+def test_a_sync_skipped_while_git_is_busy_claims_nothing(tmp_path: Path, origin: Origin,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Skipped before it fetched: nothing pushed, and no ahead/behind figure it did not measure."""
+    store = tmp_path / "store"
+    healthy_store(store)
+    run(capsys, "init", str(store), "--remote", origin.url)
+    (store / ".git" / "index.lock").write_bytes(b"")
+    code, out, _ = run(capsys, "sync", str(store))
+    assert code == 7 and "SKIPPED" in out and "pushed" not in out and "behind" not in out, out
+    code, out, _ = run(capsys, "sync", str(store), "--json")
+    report = json.loads(out)
+    assert code == 7 and report["state"] == "skipped" and report["ok"] is False
+    assert report["pushed"] is False and report["ahead"] == 0 and report["behind"] == 0
+    assert report["commits"] == [] and report["integration"] is None and report["retry_at"] is None
+
+
 def test_maintenance_commands_commit_exactly_what_they_changed(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     import subprocess

@@ -57,6 +57,7 @@ def test_sync_while_the_lock_is_held_and_both_moved_is_skipped_without_backoff(
     assert code == 7, out + err
     assert "SKIPPED" in out and ".lock is held" in out and "PUSH FAILED" not in out
     assert "ahead 1, behind 1" in out and "next automatic try" not in out
+    assert "note: not pushed: 1 commit(s) on the remote must be taken in first, once the lock is released" in out
     state = load_state(open_store(a.root))
     assert state.failures == 0 and state.retry_at == 0
     code, out, _ = run(capsys, "sync", str(a.root))  # the lock released: it syncs
