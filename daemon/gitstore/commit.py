@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pygit2.enums import FileMode
 from ..store.merge import has_conflict_markers
 from ..store.paths import sync_class
 from .errors import CommitRefused, GitBusy
+from .gitcli import git_executable
 from .maintenance import refresh_index
 from .repo import MANAGED_FILES, StoreRepo, require_quiet, write_state_file
 from .trees import Entry, head_commit, tree_entry, tree_with
@@ -153,7 +153,7 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
     index.read(False)
     # ``add(path)`` writes the blob a second time to get the stat data; for a commit of many paths
     # (the first commit of a store) git's own refresh records it without writing anything.
-    bulk = len(entries) > BULK_PATHS and shutil.which("git") is not None
+    bulk = len(entries) > BULK_PATHS and git_executable() is not None
     for path, entry in entries.items():
         if index_entry(index, path) != tree_entry(parent_tree, path):
             continue  # staged by the user after all: theirs to keep
