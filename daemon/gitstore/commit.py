@@ -89,7 +89,7 @@ def read_committable(root: Path, path: str) -> bytes | None:
     if path not in MANAGED_FILES and sync_class(path) != "shared":
         kind = "a machine-local path" if sync_class(path) == "local" else "not a store file"
         raise CommitRefused(f"{root}: {path} is {kind}; distilld commits only the shared set")
-    full = root / path
+    full = os.path.join(root, path)  # a string, not a Path: a first commit reads every file
     try:
         info = os.lstat(full)
     except FileNotFoundError:
@@ -99,7 +99,8 @@ def read_committable(root: Path, path: str) -> bytes | None:
     if not stat.S_ISREG(info.st_mode):
         raise CommitRefused(f"{root}: {path} is not a regular file")
     try:
-        data = full.read_bytes()
+        with open(full, "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
         return None
     except OSError as error:
@@ -154,20 +155,24 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
     # ``add(path)`` writes the blob a second time to get the stat data; for a commit of many paths
     # (the first commit of a store) git's own refresh records it without writing anything.
     bulk = len(entries) > BULK_PATHS and git_executable() is not None
+    # One pass over the index instead of a lookup (and a KeyError) per path and question.
+    indexed: dict[str, Entry] = {e.path: (e.id, int(e.mode)) for e in index} if bulk else {}
     for path, entry in entries.items():
-        if index_entry(index, path) != tree_entry(parent_tree, path):
+        before = indexed.get(path) if bulk else index_entry(index, path)
+        if before != tree_entry(parent_tree, path):
             continue  # staged by the user after all: theirs to keep
         if entry is None:
-            if index_entry(index, path) is not None:
+            if before is not None:
                 index.remove(path)
             continue
         oid, mode = entry
         try:
             if not bulk and (store.root / path).stat().st_size <= STAT_ADD_LIMIT:
                 index.add(path)
+                before = index_entry(index, path)
         except (pygit2.GitError, OSError):
             pass
-        if index_entry(index, path) != (oid, mode):
+        if before != (oid, mode):
             index.add(pygit2.IndexEntry(path, oid, FileMode(mode)))
     index.write()
     if bulk:
