@@ -26,7 +26,7 @@ from distilld.gitstore.errors import GitStoreError
 from distilld.gitstore.repo import open_store
 from distilld.gitstore.verify import verify_work_tree
 from distilld.policy import load_policy
-from gitmachines import GitCli, Machine, Origin, assert_converged, lifecycle_store, shared_files
+from gitmachines import GitCli, Machine, Origin, RefusingHttp, assert_converged, lifecycle_store, shared_files
 
 CONFLICTED = b"# Clash\n\n<<<<<<< HEAD\n- ours\n=======\n- theirs\n>>>>>>> other\n"
 
@@ -251,24 +251,10 @@ def test_https_gets_the_token_through_the_environment_only() -> None:
     assert cli_join.TOKEN_VARIABLE not in without and config_pairs(without)[0] == ("credential.helper", "")
 
 
-class _Refuse(http.server.BaseHTTPRequestHandler):
-    seen: list[str] = []
-
-    def do_GET(self) -> None:
-        type(self).seen.append(self.headers.get("Authorization") or "")
-        self.send_response(401)
-        self.send_header("WWW-Authenticate", 'Basic realm="x"')
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def refusing_server() -> Iterator[str]:
-    _Refuse.seen = []
-    server = http.server.HTTPServer(("127.0.0.1", 0), _Refuse)
+    RefusingHttp.seen = []
+    server = http.server.HTTPServer(("127.0.0.1", 0), RefusingHttp)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/store.git"
     server.shutdown()
@@ -283,7 +269,7 @@ def test_a_refusing_https_remote_is_given_the_token_once_and_never_hangs(tmp_pat
                        credentials=Credentials(ssh_user="me", token="s3cret"))
     assert time.monotonic() - started < 60
     assert any("fetch from" in note and "failed" in note for note in outcome.report.notes)
-    sent = [header for header in _Refuse.seen if header]
+    sent = [header for header in RefusingHttp.seen if header]
     expected = "Basic " + base64.b64encode(b"me:s3cret").decode()
     assert sent and set(sent) == {expected}  # git and then libgit2: each offers the token once
-    assert len(_Refuse.seen) <= 6
+    assert len(RefusingHttp.seen) <= 6
