@@ -127,7 +127,9 @@ def checkout_with_cli(store: StoreRepo, commit: pygit2.Oid, why: str) -> bool:
     created only if it still does not exist. False when git could not; the caller then checks
     out with libgit2, which also says which files are in the way."""
     try:
-        run_git(store.root, ["read-tree", "-m", "-u", str(commit)], LOCAL_TIMEOUT_SECONDS)
+        # No sparse checkout from the user's configuration: libgit2 writes every file, and so must git.
+        run_git(store.root, ["-c", "core.sparseCheckout=false", "read-tree", "-m", "-u", str(commit)],
+                LOCAL_TIMEOUT_SECONDS)
         run_git(store.root, ["update-ref", "-m", f"distilld: {why}", store.branch_ref, str(commit), ""],
                 LOCAL_TIMEOUT_SECONDS)
     except GitCliFailed:

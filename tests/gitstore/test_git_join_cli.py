@@ -52,7 +52,7 @@ def git_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     def spy(root: Path, args: list[str], *rest: object, **kwargs: object) -> object:
         done = real(root, args, *rest, **kwargs)  # type: ignore[arg-type]
-        calls.append(args[0])
+        calls.append(next(word for word in args if not word.startswith("-") and "=" not in word))
         return done
 
     monkeypatch.setattr(cli_join, "run_git", spy)
