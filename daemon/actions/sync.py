@@ -92,7 +92,7 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
     if repo_store.has_remote() and head_commit(repo_store.repo) is None:
         apply_timeouts()
         try:
-            fetch(repo_store, credentials)
+            fetch(repo_store, credentials, with_cli=True)
         except RemoteError as error:
             report.notes.append(f"{error}; `distilld sync` tries again")
         else:

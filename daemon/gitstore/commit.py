@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pygit2.enums import FileMode
 from ..store.merge import has_conflict_markers
 from ..store.paths import sync_class
 from .errors import CommitRefused, GitBusy
+from .gitcli import git_executable
 from .maintenance import refresh_index
 from .repo import MANAGED_FILES, StoreRepo, require_quiet, write_state_file
 from .trees import Entry, head_commit, tree_entry, tree_with
@@ -89,7 +89,7 @@ def read_committable(root: Path, path: str) -> bytes | None:
     if path not in MANAGED_FILES and sync_class(path) != "shared":
         kind = "a machine-local path" if sync_class(path) == "local" else "not a store file"
         raise CommitRefused(f"{root}: {path} is {kind}; distilld commits only the shared set")
-    full = root / path
+    full = os.path.join(root, path)  # a string, not a Path: a first commit reads every file
     try:
         info = os.lstat(full)
     except FileNotFoundError:
@@ -99,7 +99,8 @@ def read_committable(root: Path, path: str) -> bytes | None:
     if not stat.S_ISREG(info.st_mode):
         raise CommitRefused(f"{root}: {path} is not a regular file")
     try:
-        data = full.read_bytes()
+        with open(full, "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
         return None
     except OSError as error:
@@ -153,21 +154,25 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
     index.read(False)
     # ``add(path)`` writes the blob a second time to get the stat data; for a commit of many paths
     # (the first commit of a store) git's own refresh records it without writing anything.
-    bulk = len(entries) > BULK_PATHS and shutil.which("git") is not None
+    bulk = len(entries) > BULK_PATHS and git_executable() is not None
+    # One pass over the index instead of a lookup (and a KeyError) per path and question.
+    indexed: dict[str, Entry] = {e.path: (e.id, int(e.mode)) for e in index} if bulk else {}
     for path, entry in entries.items():
-        if index_entry(index, path) != tree_entry(parent_tree, path):
+        before = indexed.get(path) if bulk else index_entry(index, path)
+        if before != tree_entry(parent_tree, path):
             continue  # staged by the user after all: theirs to keep
         if entry is None:
-            if index_entry(index, path) is not None:
+            if before is not None:
                 index.remove(path)
             continue
         oid, mode = entry
         try:
             if not bulk and (store.root / path).stat().st_size <= STAT_ADD_LIMIT:
                 index.add(path)
+                before = index_entry(index, path)
         except (pygit2.GitError, OSError):
             pass
-        if index_entry(index, path) != (oid, mode):
+        if before != (oid, mode):
             index.add(pygit2.IndexEntry(path, oid, FileMode(mode)))
     index.write()
     if bulk:

@@ -16,6 +16,7 @@ from pygit2.enums import CheckoutNotify, CheckoutStrategy
 
 from ..store.limits import Limits
 from ..store.merge import Sides
+from .cli_join import checkout_with_cli, marker_candidates
 from .commit import new_pass_id
 from .errors import GitBusy
 from .merge import Flat, flatten, incoming_problems, merge_commits
@@ -85,7 +86,8 @@ def _first_checkout_strategy(store: StoreRepo, incoming: Flat) -> CheckoutStrate
         shown = ", ".join(staged[:10]) + (f" and {len(staged) - 10} more" if len(staged) > 10 else "")
         raise Blocked(f"files are staged in this repository before its first commit ({shown}); commit or "
                       "unstage them (`git reset`), then try again")
-    present = [p for p in sorted(incoming) if os.path.lexists(store.root / p)]
+    root = str(store.root)
+    present = [p for p in sorted(incoming) if os.path.lexists(os.path.join(root, p))]
     differing = []
     for path in present:
         full = store.root / path
@@ -122,11 +124,15 @@ def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, limi
     try:
         if head is None:
             incoming = _changes(None, theirs.tree)
-            problems = incoming_problems(repo, {}, incoming)
+            problems = incoming_problems(repo, {}, incoming, marker_candidates(store, theirs.id))
             if problems:
                 return Integration("blocked", "; ".join(problems))
             strategy = _first_checkout_strategy(store, incoming)
-            _checkout(store, None, theirs.id, f"first checkout of {label}", strategy)
+            why = f"first checkout of {label}"
+            # git is faster at writing a whole store; FORCE (a copy already here) stays libgit2's,
+            # which alone can keep ignored files while overwriting identical tracked ones.
+            if strategy != CheckoutStrategy.SAFE or not checkout_with_cli(store, theirs.id, why):
+                _checkout(store, None, theirs.id, why, strategy)
             return Integration("first-checkout", old=None, new=theirs.tree, commit=str(theirs.id))
         if head.id == theirs.id:
             return Integration("up-to-date")

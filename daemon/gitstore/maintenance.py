@@ -8,10 +8,9 @@ when it is installed; without it the store still works, only slower.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
+
+from .gitcli import GitCliFailed, git_executable, run_git
 
 GC_TIMEOUT_SECONDS = 600
 
@@ -21,21 +20,13 @@ def pack_objects(root: Path, timeout: float = GC_TIMEOUT_SECONDS, background: bo
     ``background`` detached the way git itself runs it after a commit, so that a first commit of a
     big store returns without waiting for the packing. None when it ran (or started); otherwise a
     sentence saying why not. Never raises."""
-    git = shutil.which("git")
-    if git is None:
+    if git_executable() is None:
         return "git is not installed: loose objects are not packed (commits get slower as they pile up)"
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     detach = "true" if background else "false"
-    # A detached gc outlives the call: it gets no pipe to hold open.
-    output = subprocess.DEVNULL if background else subprocess.PIPE
     try:
-        done = subprocess.run([git, "-C", str(root), "-c", f"gc.autoDetach={detach}", "gc", "--auto", "--quiet"],
-                              stdin=subprocess.DEVNULL, stdout=output, stderr=output, text=True, timeout=timeout,
-                              env=env, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"git gc did not finish ({error}); loose objects stay as they are"
-    if done.returncode != 0:
-        return f"git gc failed ({done.returncode}): {(done.stderr or '').strip()[:200]}"
+        run_git(root, ["-c", f"gc.autoDetach={detach}", "gc", "--auto", "--quiet"], timeout, background=background)
+    except GitCliFailed as error:
+        return f"{error}; loose objects stay as they are"
     return None
 
 
@@ -43,13 +34,8 @@ def refresh_index(root: Path, timeout: float = GC_TIMEOUT_SECONDS) -> bool:
     """``git update-index --refresh``: record the stat data of index entries whose files match
     them, hashing the files but writing no object. False when git is missing or failed (the
     index stays correct, only slower to compare)."""
-    git = shutil.which("git")
-    if git is None:
-        return False
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     try:
-        done = subprocess.run([git, "-C", str(root), "update-index", "-q", "--refresh"], stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout, env=env, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        run_git(root, ["update-index", "-q", "--refresh"], timeout)
+    except GitCliFailed:
         return False
-    return done.returncode == 0
+    return True

@@ -70,9 +70,11 @@ class TreeFiles:
         return entry[0] if entry else None
 
 
-def incoming_problems(repo: pygit2.Repository, before: Flat, after: Flat) -> list[str]:
+def incoming_problems(repo: pygit2.Repository, before: Flat, after: Flat,
+                      marker_candidates: set[str] | None = None) -> list[str]:
     """What the remote's side brings that distilld must not take in: machine-local paths,
-    symlinks and submodules, and files holding conflict markers."""
+    symlinks and submodules, and files holding conflict markers. ``marker_candidates``: the
+    only paths that can hold markers (a search found the others free of them), when known."""
     problems: list[str] = []
     for path in sorted(set(after) | set(before)):
         entry = after.get(path)
@@ -86,6 +88,8 @@ def incoming_problems(repo: pygit2.Repository, before: Flat, after: Flat) -> lis
         elif mode == FileMode.COMMIT:
             problems.append(f"{path}: the remote holds a submodule; the store holds none")
         elif is_store_path(path):
+            if marker_candidates is not None and path not in marker_candidates:
+                continue
             blob = repo[oid]
             if isinstance(blob, pygit2.Blob) and has_conflict_markers(blob.data):
                 problems.append(f"{path}: the remote's version holds git conflict markers")

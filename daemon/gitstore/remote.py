@@ -6,6 +6,7 @@ from __future__ import annotations
 import pygit2
 
 from .auth import Credentials, StoreCallbacks
+from .cli_join import fetch_with_cli
 from .errors import GitStoreError, RemoteError
 from .repo import StoreRepo
 from .trees import head_commit
@@ -15,7 +16,11 @@ class PushRejected(RemoteError):
     """The remote refused the push (it moved on meanwhile); fetch, integrate, and retry."""
 
 
-def fetch(store: StoreRepo, credentials: Credentials | None = None) -> None:
+def fetch(store: StoreRepo, credentials: Credentials | None = None, with_cli: bool = False) -> None:
+    """Fetch the branch into its tracking ref. ``with_cli`` (a joining machine's fetch of the whole
+    history): by the git command line when it can, else, or when it fails, by libgit2."""
+    if with_cli and fetch_with_cli(store, credentials) is None:
+        return
     try:
         remote = store.repo.remotes[store.remote]
     except KeyError:

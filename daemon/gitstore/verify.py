@@ -43,8 +43,9 @@ def verify_paths(store: StoreRepo, tree: pygit2.Tree, paths: Iterable[str], flat
     ``flat``: the tree's files by path, when the caller has them (one walk instead of a lookup
     by path for each)."""
     found: list[Mismatch] = []
+    root = str(store.root) + os.sep  # plain strings: a first checkout verifies every file
     for path in paths:
-        full = store.root / path
+        full = root + path
         entry = flat.get(path) if flat is not None else tree_entry(tree, path)
         try:
             info = os.lstat(full)
@@ -56,8 +57,11 @@ def verify_paths(store: StoreRepo, tree: pygit2.Tree, paths: Iterable[str], flat
             found.append(Mismatch(path, "still in the work tree though the commit removed it"))
         elif stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
             found.append(Mismatch(path, "not a regular file"))
-        elif pygit2.hash(full.read_bytes()) != entry[0]:
-            found.append(Mismatch(path, f"bytes differ from the commit's blob {str(entry[0])[:12]}"))
+        else:
+            with open(full, "rb") as handle:
+                data = handle.read()
+            if pygit2.hash(data) != entry[0]:
+                found.append(Mismatch(path, f"bytes differ from the commit's blob {str(entry[0])[:12]}"))
     return found
 
 
@@ -116,9 +120,9 @@ def verify_pull(store: StoreRepo, old: pygit2.Tree | None, new: pygit2.Tree,
     """After a pull: every tracked file against the commit's blob, then the archive against the
     ledger. ``exempt``: paths that held uncommitted edits before the pull (a user's staged
     change, say) and that the pull did not write; they are not expected to match."""
-    written = set(changed_between(old, new))
-    skip = set(exempt) - written
     files = flatten(new)
+    written = set(files) if old is None else set(changed_between(old, new))  # a first checkout wrote them all
+    skip = set(exempt) - written
     paths = sorted(p for p in set(files) | written if p not in skip)
     return verify_paths(store, new, paths, files) + verify_archive(store)
 

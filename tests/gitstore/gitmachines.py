@@ -6,6 +6,7 @@ real actions (init, sync, gc, restore); "agents" write files directly, the way a
 
 from __future__ import annotations
 
+import http.server
 import os
 import subprocess
 from collections.abc import Callable
@@ -213,3 +214,19 @@ def assert_converged(origin: Origin, *machines: Machine) -> dict[str, bytes]:
 
 def ledger_events(raw: bytes) -> list[str]:
     return [line for line in raw.decode().splitlines() if line.startswith("- ")]
+
+
+class RefusingHttp(http.server.BaseHTTPRequestHandler):
+    """An https remote that refuses every request; ``seen`` holds each request's Authorization."""
+
+    seen: list[str] = []
+
+    def do_GET(self) -> None:
+        type(self).seen.append(self.headers.get("Authorization") or "")
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="x"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass

@@ -19,6 +19,7 @@ from distilld.gitstore.auth import (
     StoreCallbacks,
     apply_timeouts,
 )
+from gitmachines import RefusingHttp
 from pygit2.enums import CredentialType
 
 
@@ -54,22 +55,9 @@ def short_timeouts() -> Iterator[None]:
     apply_timeouts(CONNECT_TIMEOUT_MS, IO_TIMEOUT_MS)
 
 
-class _Refuse(http.server.BaseHTTPRequestHandler):
-    requests = 0
-
-    def do_GET(self) -> None:
-        type(self).requests += 1
-        self.send_response(401)
-        self.send_header("WWW-Authenticate", 'Basic realm="x"')
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_a_refusing_https_remote_is_asked_once_not_fifteen_times(tmp_path: Path) -> None:
-    server = http.server.HTTPServer(("127.0.0.1", 0), _Refuse)
+    RefusingHttp.seen = []
+    server = http.server.HTTPServer(("127.0.0.1", 0), RefusingHttp)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         repo = pygit2.init_repository(str(tmp_path / "r"), initial_head="main")
@@ -77,7 +65,7 @@ def test_a_refusing_https_remote_is_asked_once_not_fifteen_times(tmp_path: Path)
         callbacks = StoreCallbacks(Credentials(token="t"))
         with pytest.raises(pygit2.GitError, match="not retrying"):
             remote.fetch(callbacks=callbacks)
-        assert callbacks.attempts.used == ["token"] and _Refuse.requests <= 2
+        assert callbacks.attempts.used == ["token"] and len(RefusingHttp.seen) <= 2
     finally:
         server.shutdown()
 
