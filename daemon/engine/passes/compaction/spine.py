@@ -15,7 +15,6 @@ group) are never cut or merged.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -24,9 +23,9 @@ from ....store.hooks import LINK_RE
 from ....store.limits import SpineLimits
 from ....store.spine import hook_of_entry
 from ....store.text import byte_len, rtrim
+from .continuation import continued_parent
 from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep, rewrite
 
-CONTINUES_RE = re.compile(r"^continues `[^`]+`\.$")  # the hook of a family's continuation line
 
 
 def floor_of(entry: Entry, floor: int) -> int:
@@ -58,7 +57,7 @@ class SpineCompactor:
         self.parent_of = is_split_child_of
         self.movable: list[Entry] = []
         for entry in model.live_entries():
-            if entry.is_catalog or entry.is_new or not entry.group or CONTINUES_RE.match(entry.hook):
+            if entry.is_catalog or entry.is_new or not entry.group or continued_parent(entry.hook):
                 continue  # a family's continuation lines are short already, and their hook says all they say
             entry.detail_target = detail_target(entry)
             if entry.detail_target is not None:
