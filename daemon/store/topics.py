@@ -12,6 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from functools import lru_cache
 
 WORD_RE = re.compile(r"[0-9A-Za-z\u00c0-\uffff][0-9A-Za-z\u00c0-\uffff_+#.-]*")
 STOPWORDS = frozenset(
@@ -23,9 +24,10 @@ STOPWORDS = frozenset(
     used uses very via was we were what when where which while who why will with within without would
     yes you your md continues continued""".split()
 )
-SHARED_SHARE = 4  # a word in more than 1/SHARED_SHARE of the entries (and more than 2) counts for nothing
+SHARED_SHARE = 10  # a word in more than 1/SHARED_SHARE of the entries (and more than 2) counts for nothing
 
 
+@lru_cache(maxsize=16384)
 def topic_words(text: str) -> frozenset[str]:
     """The words of ``text`` a topic is recognised by (see the module docstring)."""
     words = set()
