@@ -47,9 +47,6 @@ class SpineResult:
     breaches: list[str] = field(default_factory=list)  # over a hard cap
 
 
-Merged = Callable[[Entry, Entry], str | None]  # the merged line of two entries, if it fits
-
-
 def _topic_text(entry: Entry) -> str:
     """What an entry's topic is read from: its pointers' titles and file names, and its whole hook."""
     return " ".join([*(f"{p.title} {p.path}" for p in entry.group), entry.original_hook])
