@@ -229,3 +229,15 @@ def migrated_store_over_targets(root: Path, projects: int = 40) -> StoreBuilder:
         b.write("evidence/" + path, move.twin_header + "".join(line + "\n" for line in move.lines))
     b.rebuild_catalog()
     return b
+
+
+def add_uncuttable_file(b: StoreBuilder) -> None:
+    """``ops/fridays.md``, whose one marked section alone is over the caps (compaction never cuts
+    inside it), with its SPINE entry: a store compaction cannot bring within its caps."""
+    marked = "## [NON-NEGOTIABLE] Never deploy on Fridays\n\n" + "".join(f"- reason {n}\n" for n in range(70))
+    b.tier("ops/fridays.md", "# Fridays\n\n## Intro\n\n- one\n\n" + marked, domain="ops", scope="Deploy days",
+           last_updated="2026-09-01")
+    spine = b.read("SPINE.md").decode()
+    b.write("SPINE.md", spine.replace("## Ops\n", f"## Ops\n- [Fridays](ops/fridays.md) {EM} deploy days. "
+                                      "Read before a release.\n", 1))
+    b.rebuild_catalog()

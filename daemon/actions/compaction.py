@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.apply import JournalRun
+from ..engine.passes.compaction.advice import CapFailure, cap_failures
 from ..engine.passes.compaction.apply import (
     apply_compaction,
     compaction_journals,
@@ -23,7 +24,7 @@ from ..engine.passes.migration.plan import unpointed_children
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
 from ..store.paths import SPINE
-from ..store.snapshot import Snapshot, take_snapshot
+from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
 from ..store.text import clip
 from .passes import locked_pass, refuse_unreadable_text, require_store_folder
 
@@ -37,16 +38,27 @@ class CompactionReport:
     outcome: JournalRun | None = None
     recovery: JournalRun | None = None
     notes: list[str] = field(default_factory=list)
+    # The caps the store fails once the pass is done (or would fail, in a preview), each with the
+    # unit that could not be cut and what a person can do.
+    over_caps: list[CapFailure] = field(default_factory=list)
+
+    @property
+    def pass_ok(self) -> bool:
+        """The pass itself did what it planned: its self-check found nothing it caused."""
+        return all(o is None or o.ok for o in (self.outcome, self.recovery))
 
     @property
     def ok(self) -> bool:
-        return all(o is None or o.ok for o in (self.outcome, self.recovery))
+        """The pass is ok and leaves a store within its caps (the exit code: 0, else 1)."""
+        return self.pass_ok and not self.over_caps
 
     def to_dict(self) -> dict[str, Any]:
         plan = self.plan
         return {
             "mode": self.mode,
             "ok": self.ok,
+            "pass_ok": self.pass_ok,
+            "over_caps": [f.to_dict() for f in self.over_caps],
             "notes": self.notes,
             "plan": None if plan is None else {
                 "spine_before": {"lines": plan.spine_before[0], "bytes": plan.spine_before[1]},
@@ -97,6 +109,9 @@ def preview_compaction(store: Path, policy: Policy, now: datetime) -> Compaction
     snapshot = take_snapshot(store)
     refuse_unless_compaction_allowed(snapshot)
     report = CompactionReport("preview", plan_for(snapshot, policy, now))
+    assert report.plan is not None
+    report.over_caps = cap_failures(planned_snapshot(snapshot, report.plan.files), policy.limits,
+                                    report.plan.breaches)
     for journal in compaction_journals(snapshot.root):
         report.notes.append(f"unfinished compaction {journal.path}: --apply finishes it first")
     return report
@@ -133,10 +148,15 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
         if not plan.steps:
             report.notes.append("nothing to compact: the SPINE and every tier file are within their targets"
                                 if not plan.debt else "nothing more can be done mechanically")
+        report.over_caps = cap_failures(take_snapshot(ctx.root), policy.limits, plan.breaches)
         return report
 
 
-def render_plan(plan: CompactionPlan, heading: str) -> list[str]:
+def render_plan(plan: CompactionPlan, heading: str, over_caps: list[CapFailure] | None = None) -> list[str]:
+    """The plan in plain lines; what ``over_caps`` explains (a file left over a cap, and why) is
+    said once, there, not also here."""
+    explained = {f.path for f in over_caps or []}
+    said = {line for f in over_caps or [] for line in f.why}
     out = [heading]
     (lb, bb), (la, ba) = plan.spine_before, plan.spine_after
     out.append(f"SPINE: {lb} -> {la} lines, {bb} -> {ba} bytes")
@@ -156,15 +176,18 @@ def render_plan(plan: CompactionPlan, heading: str) -> list[str]:
         why = " (over its caps after Index detail)" if split.after_index_detail else ""
         out.append(f"    - {split.path} -> {', '.join(split.children)}{why}")
     for problem in plan.unsplittable:
-        out.append(f"cannot split: {problem}")
+        if problem not in said:
+            out.append(f"cannot split: {problem}")
     for item in plan.debt:
-        out.append(f"debt: {item}")
+        if not (item.endswith(" is still over its caps") and item.split(" ", 1)[0] in explained):
+            out.append(f"debt: {item}")
     for item in plan.breaches:
-        out.append(f"over a hard cap: {item}")
+        if not (SPINE in explained and (item.startswith(SPINE) or item in said)):
+            out.append(f"over a hard cap: {item}")
     return out
 
 
-def _render_outcome(title: str, outcome: JournalRun) -> list[str]:
+def _render_outcome(title: str, outcome: JournalRun, explained: bool = False) -> list[str]:
     out = [(f"{title}: journal {outcome.journal or '(none)'}; {len(outcome.steps_done)} steps, "
             f"{len(outcome.written)} files written")]
     if outcome.self_check:
@@ -175,7 +198,7 @@ def _render_outcome(title: str, outcome: JournalRun) -> list[str]:
         out.append(f"rolled back: {outcome.rolled_back}")
     elif outcome.journal is not None:
         out.append("self-check passed (C1-C3, C4 against the store before the pass)")
-    if outcome.still_over_budget:
+    if outcome.still_over_budget and not explained:  # else listed with their reasons below
         out.append(f"still over budget from before this pass ({len(outcome.still_over_budget)}):")
         out += [f"    - [{f.group}] {f.message}" for f in outcome.still_over_budget[:10]]
     return out
@@ -187,9 +210,14 @@ def render_text(report: CompactionReport) -> str:
         out += _render_outcome("recovered an interrupted compaction", report.recovery)
     if report.plan is not None:
         heading = "compact preview (nothing changed)" if report.mode == "preview" else "compact plan"
-        out += render_plan(report.plan, heading)
+        out += render_plan(report.plan, heading, report.over_caps)
     if report.outcome:
-        out += _render_outcome("compact", report.outcome)
+        out += _render_outcome("compact", report.outcome, bool(report.over_caps))
+    if report.over_caps:
+        out.append(("the compacted store would still fail its caps" if report.mode == "preview" else
+                    "the store still fails its caps") + " (exit 1); what cannot be cut, and what you can do:")
+        for failure in report.over_caps:
+            out += failure.render()
     return "\n".join(out) + "\n"
 
 

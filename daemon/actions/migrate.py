@@ -104,6 +104,10 @@ def render_text(outcome: MigrateOutcome) -> str:
     if outcome.self_check:
         out.append("self-check FAILED (PENDING stays):")
         out += [f"    - [{f.group}] {f.message}" for f in outcome.self_check[:40]]
+        if outcome.over_caps:
+            out.append("what cannot be cut, and what you can do:")
+            for failure in outcome.over_caps:
+                out += failure.render()
     elif outcome.finished:
         out.append("reverted: the store is as it was before the migration (REVERTED written)"
                    if outcome.mode == "revert" else
@@ -122,6 +126,7 @@ def render_json(outcome: MigrateOutcome) -> str:
         "files_written": outcome.written,
         "kept_after_backup": outcome.kept,
         "self_check": [f.to_dict() for f in outcome.self_check],
+        "over_caps": [f.to_dict() for f in outcome.over_caps],
         "notes": outcome.notes,
         "plan": None if plan is None else {
             "kind": plan.kind,

@@ -32,8 +32,9 @@ def compact(ctx: click.Context, wait: float, as_json: bool) -> None:
     while the SPINE is over its compaction point; split children join their parent's line,
     blank lines go, and entries of one tier and section merge. Every cut or merged entry's
     whole hook is first appended to its file under "## Index detail". Over-cap tier files are
-    split at "## " sections. Nothing is archived. Refuses a pre-1.2 store (use migrate) and a
-    PENDING migration. Exit 1 if the self-check fails.
+    split between sections or blocks. Nothing is archived. Refuses a pre-1.2 store (use migrate)
+    and a PENDING migration. Exit 1 if the self-check fails, or if the store stays over a cap (a
+    unit that cannot be cut: each such file is named with why, and what you can do).
     """
     from ..actions import compaction as compaction_action
 

@@ -41,11 +41,13 @@ def describe_compaction(report: CompactionReport) -> CompactionResult:
         if plan.splits:
             parts.append(f"{len(plan.splits)} files split")
         summary = "; ".join(parts) or f"{len(written)} files rewritten"
-    for problem in [*getattr(plan, "unsplittable", []), *getattr(plan, "breaches", [])]:
-        lines.append(f"compaction could not fix: {problem}")
+    for failure in report.over_caps:  # the unit that cannot be cut, its size against the room, what to do
+        lines.append(f"compaction could not fix: {'; '.join(failure.problems)}: {' '.join(failure.why)}")
+    if report.over_caps:
+        summary += f"; still over a cap: {', '.join(f.path for f in report.over_caps)}"
     failed = [f.message for o in (outcome, recovery) if o is not None for f in o.self_check]
     if failed:
         lines.append(f"compaction self-check failed: {'; '.join(failed[:3])}")
         summary = f"self-check failed: {failed[0]}"
     changed = sorted(set(written) | {path for path, _ in (recovery.written if recovery else [])})
-    return CompactionResult(bool(report.ok), summary, lines, changed)
+    return CompactionResult(report.pass_ok, summary, lines, changed)

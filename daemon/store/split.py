@@ -265,6 +265,31 @@ def _describe(lines: list[str], begin: int, stop: int) -> str:
     return "a paragraph"
 
 
+def _uncuttable_advice(file: KnowledgeFile, caps: Limit) -> str:
+    """What a person can do with a file that has nowhere to cut. ``oversize:`` lifts the byte
+    cap only, so it is offered only where the line cap holds."""
+    if file.line_count > caps.lines:
+        also = (f" (`oversize:` would not help: it lifts the byte cap only, and the file is over its "
+                f"{caps.lines}-line cap)" if file.size > caps.bytes else "")
+        return f"Break it into sections or bullets by hand{also}"
+    return (f"Break it into sections or bullets by hand, or declare `oversize: <reason>` in its frontmatter "
+            f"(that lifts the byte cap, and the file is within its {caps.lines}-line cap)")
+
+
+def _unit_advice(file: KnowledgeFile, caps: Limit, fits_lines: bool) -> str:
+    """What a person can do with one unit too big for a piece: shorten or move it; where only
+    its bytes are too many, a file that declares ``oversize:`` can hold it."""
+    advice = "Shorten it or move part of it to another file by hand"
+    if file.line_count <= caps.lines:
+        return (f"{advice}, or declare `oversize: <reason>` in the frontmatter (that lifts the byte cap, and "
+                f"the file is within its {caps.lines}-line cap)")
+    if not fits_lines:
+        return advice
+    return (f"{advice}, or move it whole into a file of its own (with a SPINE entry) that declares `oversize: "
+            f"<reason>`: that lifts the byte cap, which is the only cap it breaks; `oversize:` here would not "
+            f"help, as this file is over its {caps.lines}-line cap")
+
+
 def split_knowledge_file(path: str, raw: bytes, max_lines: int, max_bytes: int,
                          taken: Callable[[str], bool], target: Limit | None = None) -> SplitOutcome | None:
     """Split ``path`` into pieces within ``target`` (default: the caps) where its blocks allow;
@@ -309,19 +334,17 @@ def split_knowledge_file(path: str, raw: bytes, max_lines: int, max_bytes: int,
             outcome.over_cap.append(
                 f"{path}: over its caps ({file.line_count} lines, {file.size} bytes) with no place to cut: "
                 "no section heading, bullet or paragraph boundary outside a code fence or marked section. "
-                "Break it into sections or bullets by hand, or declare `oversize: <reason>` in its "
-                "frontmatter (the byte cap only)")
+                + _uncuttable_advice(file, caps))
             continue
         room_lines = max_lines - len(header) - 1 - packer.continued[0]
         room_bytes = max_bytes - packer.header[1] - packer.continued[1]
+        piece_lines = packer.size(first, last)[0]
         outcome.over_cap.append(
             f"{path}: {_describe(clean, begin, stop)} at lines {begin + 1}-{stop} is {stop - begin} lines, "
             f"{packer.offsets[stop] - packer.offsets[begin]} bytes, more than a split piece can hold "
             f"(about {room_lines} lines and {room_bytes} bytes: the caps {max_lines} lines / {max_bytes} bytes "
             f"minus the child's {len(header)}-line frontmatter, a continued heading and the Continued line); "
-            "it is never cut inside. Shorten it or move part of it to another file by hand"
-            + (", or declare `oversize: <reason>` in the frontmatter (the byte cap only)"
-               if stop - begin + len(header) + 3 <= max_lines else ""))
+            "it is never cut inside. " + _unit_advice(file, caps, piece_lines <= max_lines))
     if len(chosen) == 1:
         return outcome if outcome.over_cap else None
     if link:  # the older link ends the last piece: the chain reads on into the older children

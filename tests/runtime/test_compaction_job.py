@@ -30,7 +30,7 @@ from distilld.runtime.jobs import JobEnv
 from distilld.runtime.store_git import StoreGit
 from distilld.settings import load_settings
 from distilld.store.findings import Finding, fail
-from maintenance_fixtures import age_lock, have_bash, migrated_store_over_targets, oracle_passes
+from maintenance_fixtures import add_uncuttable_file, age_lock, have_bash, migrated_store_over_targets, oracle_passes
 
 POLICY = load_policy()
 pytestmark = pytest.mark.skipif(not have_bash(), reason="the reference checker needs bash")
@@ -86,6 +86,26 @@ def test_a_scheduled_compaction_whose_self_check_fails_is_rolled_back_and_not_co
     stuck = find_stuck(env.status.data(), True, None, time.time())
     assert any(line.startswith("the last compaction pass failed: self-check failed") for line in stuck), stuck
     assert "compaction failed: self-check failed" in env.activity.path.read_text()
+
+
+def test_a_scheduled_compaction_that_leaves_a_cap_failing_names_the_unit_in_status_and_the_activity_log(
+        tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    add_uncuttable_file(migrated_store_over_targets(root))
+    run_init(root, POLICY, clock)
+    env = job_env(root, tmp_path)
+
+    result = run_job(env, "compaction", "schedule")
+
+    assert result.ok, result.summary  # the pass did what it could; the store's own state is check's to report
+    assert result.summary.endswith("; still over a cap: ops/fridays.md"), result.summary
+    assert env.status.get("passes")["compaction"]["summary"] == result.summary
+    logged = [line for line in env.activity.path.read_text().splitlines() if "could not fix" in line]
+    assert len(logged) == 1, logged
+    assert ("compaction could not fix: ops/fridays.md has 84 lines (max 60): ops/fridays.md: the marked section "
+            "'## [NON-NEGOTIABLE] Never deploy on Fridays' at lines 13-84 is 72 lines") in logged[0]
+    assert "more than a split piece can hold (about 52 lines" in logged[0]
+    assert logged[0].endswith("Shorten it or move part of it to another file by hand")
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ from ....store.spine import Pointer, Spine
 from ....store.split import Limit, split_knowledge_file
 from ....store.text import byte_len, sha256_hex
 from ....store.tierfile import KnowledgeFile, append_index_details
+from .continuation import bare_hook, child_summary, continuation_hook, continued_parent
 from .spine import SpineCompactor, SpineResult
 from .spine_model import Entry, SpineModel, format_group
 from ...executor import FileWrite, Step
@@ -99,6 +100,8 @@ class _Tree:
         self.steps: list[Step] = []
         self._pinned: dict[str, bool] = {}
         self._known: dict[str, KnowledgeFile] = {}
+        self._families: dict[str, list[str]] | None = None  # split children by parent, once asked for
+        self._summaries: dict[str, str] = {}
 
     def pinned(self, path: str) -> bool:
         if path not in self._pinned:
@@ -110,6 +113,23 @@ class _Tree:
         step.ops.append(FileWrite(path, sha256_hex(old) if old is not None else None, data))
         self.files[path] = data
         self._known.pop(path, None)
+        self._families = None
+        self._summaries.clear()
+
+    def summary(self, path: str) -> str:
+        """A few words of what a split child holds, for its family's continuation line."""
+        if path in self._summaries:
+            return self._summaries[path]
+        if self._families is None:
+            self._families = {}
+            for member in sorted(p for p in self.files if is_tier_path(p)):
+                parent = self.knowledge(member).split_from
+                if parent:
+                    self._families.setdefault(parent, []).append(member)
+        parent = self.knowledge(path).split_from or path
+        family = [self.knowledge(p) for p in [parent, *self._families.get(parent, [])] if p in self.files]
+        self._summaries[path] = child_summary(self.knowledge(path), family)
+        return self._summaries[path]
 
     def taken(self, path: str) -> bool:
         return any(p in self.files for p in (path, "archive/" + path, "evidence/" + path))
@@ -151,7 +171,11 @@ def _child_pointer(path: str) -> Pointer:
     return Pointer(match.group(1) if match else path.rsplit("/", 1)[-1][:-3], path)
 
 
-def _place_children(model: SpineModel, parent: str, children: list[str], cap: int, reserve: int) -> None:
+ContinuationHook = Callable[[str, list[Pointer], int], str]  # (parent, its pointers on the line, room) -> hook
+
+
+def _place_children(model: SpineModel, parent: str, children: list[str], cap: int, reserve: int,
+                    hook_for: ContinuationHook, room: int) -> None:
     """Children join the line of the entry that names their parent; what does not fit on it
     (or has no such line) gets a line of its own right after it."""
     pointers = [_child_pointer(c) for c in children]
@@ -165,38 +189,42 @@ def _place_children(model: SpineModel, parent: str, children: list[str], cap: in
             fitting.append(pointer)
         if fitting:
             model.add_pointers(host, fitting, parent)
-    _continuation_lines(model, host, parent, pointers[len(fitting):], cap)
+    _continuation_lines(model, host, parent, pointers[len(fitting):], cap, hook_for, room)
 
 
 def _continuation_lines(model: SpineModel, host: Entry | None, parent: str, pointers: list[Pointer],
-                        cap: int) -> None:
+                        cap: int, hook_for: ContinuationHook, room: int) -> None:
     """Lines of their own for a family's pointers that its entry has no room for, right after
-    the entry and the family's earlier continuation lines, in order."""
+    the entry and the family's earlier continuation lines, in order. Each line keeps ``room``
+    bytes (the hook floor) for a hook that says what its children hold (continuation.py)."""
     after: Entry | None = host
-    hook = f"continues `{parent}`."
     if host is not None and pointers:
         live = model.live_entries()
         at = live.index(host) + 1
-        while at < len(live) and live[at].is_new and live[at].hook == hook:
+        while at < len(live) and continued_parent(live[at].hook) == parent:
             after = live[at]
             at += 1
+    reserve = max(room, byte_len(bare_hook(parent)))
     rest = list(pointers)
     while rest:
         line: list[Pointer] = []
         for pointer in rest:
-            if line and byte_len(f"- {format_group(line + [pointer])} \u2014 {hook}") > cap:
+            if line and byte_len(f"- {format_group(line + [pointer])} \u2014 ") + reserve > cap:
                 break
             line.append(pointer)
         rest = rest[len(line):]
+        head = byte_len(f"- {format_group(line)} \u2014 ")
         section = after.section if after is not None else 0
-        after = model.new_entry(line, hook, after, section)
+        after = model.new_entry(line, hook_for(parent, line, min(reserve, cap - head)), after, section)
 
 
-def _relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], cap: int, reserve: int) -> None:
+def _relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], cap: int, reserve: int,
+                     hook_for: ContinuationHook, room: int) -> None:
     """An entry whose pointer group leaves its hook no room (a family that grew child by child)
-    gives its trailing split children a continuation line of their own."""
+    gives its trailing split children a continuation line of their own. A continuation line is
+    left as it is: its hook names the children on it."""
     for entry in list(model.live_entries()):
-        if entry.is_catalog or entry.is_new:
+        if entry.is_catalog or entry.is_new or continued_parent(entry.hook):
             continue
         moved: list[Pointer] = []
         while len(entry.group) > 1 and byte_len(f"- {format_group(entry.group)} \u2014 ") + reserve > cap:
@@ -208,7 +236,7 @@ def _relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], 
             continue
         entry.group_changed = True
         model.forget_index()
-        _continuation_lines(model, entry, parent_of(moved[0].path) or "", moved, cap)
+        _continuation_lines(model, entry, parent_of(moved[0].path) or "", moved, cap, hook_for, room)
 
 
 def _build_model(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: Limits,
@@ -245,8 +273,13 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
     model.pinned = tree.pinned
     if catalog_line is not None:
         model.insert_top(catalog_line)
+    def continuation_hook_of(parent: str, pointers: list[Pointer], room: int) -> str:
+        summaries = [tree.summary(p.path) if p.path in tree.files else "" for p in pointers]
+        return continuation_hook(parent, summaries, room)
+
     for parent, kids in children:
-        _place_children(model, parent, kids, limits.spine.entry_max_bytes, limits.spine.hook_floor)
+        _place_children(model, parent, kids, limits.spine.entry_max_bytes, limits.spine.hook_floor,
+                        continuation_hook_of, floor)
 
     def detail_target(entry: Entry) -> str | None:
         """The first file of the entry's group, or the first one with room for the whole hook
@@ -266,7 +299,8 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
         parent = tree.knowledge(path).split_from
         return parent if parent and parent in tree.files and parent != path else None
 
-    _relieve_crowded(model, parent_of, limits.spine.entry_max_bytes, limits.spine.hook_floor)
+    _relieve_crowded(model, parent_of, limits.spine.entry_max_bytes, limits.spine.hook_floor,
+                     continuation_hook_of, floor)
     compactor = SpineCompactor(model, limits.spine, detail_target, parent_of)
     return model, compactor.run(floor)
 

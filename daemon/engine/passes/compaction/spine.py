@@ -5,8 +5,9 @@
    L, with L the highest level (between the target and the cap) that brings the SPINE within
    its byte target. No entry is cut below the target.
 2. While the SPINE is over its line target: split children join their parent's line, then
-   blank lines go (headings stay), then neighbouring entries of one tier directory and one
-   section merge into one multi-pointer line, smallest pair first.
+   blank lines go (headings stay), then entries of one tier directory and one section merge
+   into one multi-pointer line: those that share a topic first, then neighbours, smallest
+   pair first.
 3. What cannot be reached is reported: as debt when within the hard caps, as a breach otherwise.
 
 The catalog line and entries whose hook has nowhere to go (no existing tier file in their
@@ -15,8 +16,8 @@ group) are never cut or merged.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
+from copy import copy
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -24,9 +25,10 @@ from ....store.hooks import LINK_RE
 from ....store.limits import SpineLimits
 from ....store.spine import hook_of_entry
 from ....store.text import byte_len, rtrim
+from ....store.topics import TopicOverlap, topic_words
+from .continuation import continued_parent
 from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep, rewrite
 
-CONTINUES_RE = re.compile(r"^continues `[^`]+`\.$")  # the hook of a family's continuation line
 
 
 def floor_of(entry: Entry, floor: int) -> int:
@@ -45,6 +47,78 @@ class SpineResult:
     breaches: list[str] = field(default_factory=list)  # over a hard cap
 
 
+def _topic_text(entry: Entry) -> str:
+    """What an entry's topic is read from: its pointers' titles and file names, and its whole hook."""
+    return " ".join([*(f"{p.title} {p.path}" for p in entry.group), entry.original_hook])
+
+
+class _Pairs:
+    """The pairs a merge may take: neighbours, and entries that share a word (store/topics.py),
+    each topical pair with its overlap score, kept up to date as merges join entries."""
+
+    def __init__(self, entries: list[Entry], mergeable: Callable[[Entry, Entry], bool],
+                 group: Callable[[Entry], object], by_topic: bool = True) -> None:
+        self.mergeable = mergeable
+        self.order = {e.key: i for i, e in enumerate(entries)}  # merges never reorder entries
+        self.by_key = {e.key: e for e in entries}
+        self.words = {e.key: topic_words(_topic_text(e)) if by_topic else frozenset() for e in entries}
+        self.overlap = TopicOverlap(self.words.values())
+        # Only entries of one group (tier and section) may merge: a word's postings are per group.
+        self.group = {e.key: group(e) for e in entries}
+        self.postings: dict[tuple[object, str], list[int]] = {}
+        for entry in entries:
+            for word in self.words[entry.key] & self.overlap.weight.keys():
+                self.postings.setdefault((self.group[entry.key], word), []).append(entry.key)
+        self.shared: dict[tuple[int, int], float] = {}
+        for keys in self.postings.values():
+            for i, one in enumerate(keys):
+                for two in keys[i + 1:]:
+                    self._consider(one, two)
+
+    def _consider(self, one: int, two: int) -> None:
+        pair = (one, two) if self.order[one] < self.order[two] else (two, one)
+        first, second = self.by_key[pair[0]], self.by_key[pair[1]]
+        if not first.removed and not second.removed and self.mergeable(first, second):
+            self.shared[pair] = self.overlap.score(self.words[pair[0]], self.words[pair[1]])
+
+    def joined(self, first: Entry, second: Entry) -> None:
+        """``second`` went into ``first``'s line: its words are ``first``'s now."""
+        self.shared = {pair: score for pair, score in self.shared.items() if second.key not in pair}
+        new = self.words[second.key] - self.words[first.key]
+        self.words[first.key] = self.words[first.key] | self.words[second.key]
+        home = self.group[first.key]
+        others = {k for w in self.words[first.key] for k in self.postings.get((home, w), ()) if k != first.key}
+        for word in new & self.overlap.weight.keys():
+            self.postings.setdefault((home, word), []).append(first.key)
+        for other in others:
+            self._consider(first.key, other)
+
+    def ranked(self, live: list[Entry], cap: int) -> list[tuple[Entry, Entry]]:
+        """The candidates in the order a merge tries them (see SpineCompactor.merge_neighbours)."""
+        candidates = {(a.key, b.key) for a, b in pairwise(live) if self.mergeable(a, b)}
+        candidates |= self.shared.keys()
+        size = {e.key: e.size for e in live}
+
+        def rank(pair: tuple[int, int]) -> tuple[bool, float, int, float, int, int]:
+            together = size[pair[0]] + size[pair[1]]
+            shared = self.shared.get(pair, 0.0)
+            whole = together <= cap
+            return (not whole, -shared if whole else 0.0, together, -shared, self.order[pair[0]], self.order[pair[1]])
+
+        return [(self.by_key[a], self.by_key[b]) for a, b in sorted(candidates, key=rank)]
+
+
+def _states(entries: list[Entry]) -> list[tuple[Entry, Entry]]:
+    """Every entry with a copy of it as it is now (a merge replaces fields, never edits them)."""
+    return [(entry, copy(entry)) for entry in entries]
+
+
+def _restore(model: SpineModel, states: list[tuple[Entry, Entry]]) -> None:
+    for entry, state in states:
+        entry.__dict__.update(state.__dict__)
+    model.forget_index()
+
+
 def _tier_of(entry: Entry) -> str | None:
     tiers = {p.path.split("/", 1)[0] for p in entry.group}
     return tiers.pop() if len(tiers) == 1 else None
@@ -58,7 +132,7 @@ class SpineCompactor:
         self.parent_of = is_split_child_of
         self.movable: list[Entry] = []
         for entry in model.live_entries():
-            if entry.is_catalog or entry.is_new or not entry.group or CONTINUES_RE.match(entry.hook):
+            if entry.is_catalog or entry.is_new or not entry.group or continued_parent(entry.hook):
                 continue  # a family's continuation lines are short already, and their hook says all they say
             entry.detail_target = detail_target(entry)
             if entry.detail_target is not None:
@@ -140,7 +214,14 @@ class SpineCompactor:
             rows[-1].dropped = True
 
     def merge_neighbours(self) -> None:
-        """Merges serve the line target only, so they never cut a hook below the first floor."""
+        """Merges serve the line target only, so they never cut a hook below the first floor.
+
+        Entries of one tier and section merge: neighbours, and entries that share a topic
+        wherever they stand in the section (their titles, file names and hooks share rare
+        words: store/topics.py). A pair whose two hooks fit whole on one line goes first, and
+        of those the pair that shares the rarest words, then the smaller. A merge that must
+        shorten hooks costs words a reader searches for, so of those the smaller pair goes
+        first, shared words deciding a tie. The merged line stands where the first one stood."""
         cap = self.limits.entry_max_bytes
         memo: dict[tuple[object, ...], str | None] = {}
         tiers: dict[tuple[int, int], str | None] = {}
@@ -151,35 +232,45 @@ class SpineCompactor:
                 tiers[key] = _tier_of(entry)
             return tiers[key]
 
-        while self._over_lines():
-            best: tuple[int, int, Entry, Entry, str] | None = None
-            live = [e for e in self.model.live_entries()]
-            for position, (first, second) in enumerate(pairwise(live)):
-                if first.detail_target is None or second.detail_target is None:
-                    continue
-                if first.section != second.section or tier(first) is None or tier(first) != tier(second):
-                    continue
-                together = first.size + second.size
-                if best is not None and together >= best[0]:
-                    continue
-                key = (first.key, first.hook, len(first.group), together, second.key, second.hook, len(second.group))
-                if key not in memo:
-                    must = must_keep(first, self.model.pinned) or must_keep(second, self.model.pinned)
-                    memo[key] = merged_text(first, second, min(cap, together), must, self.limits.hook_floor,
-                                            self.model.common)
-                text = memo[key]
-                if text is not None and byte_len(text) <= cap:
-                    best = (together, position, first, second, text)
-            if best is None:
-                return
-            _, _, first, second, text = best
-            first.group = first.group + second.group
-            first.group_changed = True
-            self.model.forget_index()
-            first.text = text
-            first.hook = rtrim(hook_of_entry(text))
-            first.limit = cap
-            first.merged = second.merged = second.removed = True
+        def merged(first: Entry, second: Entry) -> str | None:
+            together = first.size + second.size
+            key = (first.key, first.hook, len(first.group), together, second.key, second.hook, len(second.group))
+            if key not in memo:
+                must = must_keep(first, self.model.pinned) or must_keep(second, self.model.pinned)
+                memo[key] = merged_text(first, second, min(cap, together), must, self.limits.hook_floor,
+                                        self.model.common)
+            text = memo[key]
+            return text if text is not None and byte_len(text) <= cap else None
+
+        def mergeable(one: Entry, two: Entry) -> bool:
+            return (one.detail_target is not None and two.detail_target is not None and one.section == two.section
+                    and tier(one) is not None and tier(one) == tier(two))
+
+        def merge_all(by_topic: bool) -> None:
+            pairs = _Pairs(self.model.live_entries(), mergeable, lambda e: (e.section, tier(e)), by_topic)
+            while self._over_lines():
+                chosen = next(((one, two, text) for one, two in pairs.ranked(self.model.live_entries(), cap)
+                               if (text := merged(one, two)) is not None), None)
+                if chosen is None:
+                    return
+                first, second, text = chosen
+                first.group = first.group + second.group
+                first.group_changed = True
+                self.model.forget_index()
+                first.text = text
+                first.hook = rtrim(hook_of_entry(text))
+                first.limit = cap
+                first.merged = second.merged = second.removed = True
+                pairs.joined(first, second)
+
+        before = _states(self.model.entries)
+        merge_all(by_topic=True)
+        if self._over_lines():  # merges by topic can leave entries no partner: try neighbours alone
+            by_topic, lines = _states(self.model.entries), self.model.line_count
+            _restore(self.model, before)
+            merge_all(by_topic=False)
+            if self.model.line_count >= lines:  # no better: the merges by topic stay
+                _restore(self.model, by_topic)
 
     def run(self, floor: int) -> SpineResult:
         self.floor = floor

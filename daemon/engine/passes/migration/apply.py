@@ -44,6 +44,7 @@ from .checklist import (
     render_plan_md,
 )
 from .plan import MigrationPlan, plan_migration
+from ..compaction.advice import CapFailure, cap_failures
 from ..gc.model import Move
 from ...progress import report as report_progress
 from ...executor import Executor, FileMove, LedgerAppend, Pacer, Step, append_ledger, planned_checksums, take_ledger
@@ -67,6 +68,7 @@ class MigrateOutcome:
     finished: bool = False  # DONE written (or REVERTED, for a revert)
     kept: list[str] = field(default_factory=list)  # files a revert found changed after the backup
     notes: list[str] = field(default_factory=list)
+    over_caps: list[CapFailure] = field(default_factory=list)  # the caps a failed self-check names, and why
 
     @property
     def ok(self) -> bool:
@@ -180,6 +182,7 @@ def _continue(ctx: PassContext, directory: MigrationDir, journal: MigrationJourn
             pacer.flush()  # every write on disk before it is checked and DONE is written
             outcome.self_check = _self_check(ctx, directory)
             if outcome.self_check:
+                outcome.over_caps = cap_failures(take_snapshot(ctx.root), ctx.limits)
                 outcome.notes.append(f"{directory.pending} stays: fix what the self-check names, then run "
                                      "`distilld migrate --finish`, or undo it all with `--revert`")
                 return

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 from ....store.catalog import render_catalog
@@ -22,6 +22,7 @@ from ....store.evidence import plan_evidence
 from ....store.findings import Finding
 from ....store.invariants import check_store
 from ....store.ledger import LEDGER_HEADER, archive_event
+from ....store.lifecycle import activity, is_candidate
 from ....store.limits import Limits
 from ....store.lossless import check_c4
 from ....store.paths import CATALOG, LEGACY_PREFIX, SPINE, Layout, contained, is_legacy
@@ -30,6 +31,7 @@ from ....store.spine import Spine, SpineEditor, add_entry, find_entry
 from ....store.stamps import format_utc
 from ....store.text import clip, encode, sha256_hex, split_lines
 from ....store.tierfile import KnowledgeFile
+from ..compaction.advice import spine_advice
 from ..compaction.plan import CompactionPlan, is_tier_path, plan_compaction
 from ..gc.plan import plan_gc
 from ...journal import compact_utc
@@ -280,17 +282,31 @@ def _predict(original: Snapshot, files: dict[str, bytes], plan: MigrationPlan, l
         if len(failing) > 20:
             plan.refusal.append(f"… and {len(failing) - 20} more findings")
     if plan.refusal:
-        _suggest(files, plan)
+        _suggest(files, plan, limits)
 
 
-def _suggest(files: dict[str, bytes], plan: MigrationPlan) -> None:
-    """What a person could do by hand when the plan is refused."""
+def _suggest(files: dict[str, bytes], plan: MigrationPlan, limits: Limits) -> None:
+    """What a person could do by hand when the plan is refused, each only where it is true: the
+    SPINE's own advice only when the SPINE is what stays over a cap (a refused split carries its
+    advice in its own message)."""
+    spine = Spine(files.get(SPINE, b""))
+    if spine.line_count <= limits.spine.max_lines and spine.size <= limits.spine.max_bytes:
+        plan.suggestions += spine_advice(spine, limits)  # an entry over its cap, if any
+        return
     plan.suggestions += [f"archive (the lifecycle would, were .lifecycle enabled): {c}"
                          for c in plan.lifecycle_candidates]
-    pinned = sorted(p for p in files if is_tier_path(p) and KnowledgeFile(p, files[p]).pinned)
-    plan.suggestions += [f"pinned (never archived automatically; unpin it to let the lifecycle archive it): {p}"
-                         for p in pinned]
-    spine = Spine(files.get(SPINE, b""))
-    longest = sorted(spine.entries, key=lambda e: -e.byte_len)[:5]
-    plan.suggestions += [f"a long entry to merge or reword by hand ({e.byte_len} bytes, line {e.line_index + 1}): "
-                         f"{clip(e.joined, 80)}" for e in longest]
+    plan.suggestions += [f"pinned and past its staleness threshold (unpin it to let the lifecycle archive it): {p}"
+                         for p in _stale_pinned(files, plan.today, limits)]
+    plan.suggestions += spine_advice(spine, limits)
+
+
+def _stale_pinned(files: dict[str, bytes], today: str, limits: Limits) -> list[str]:
+    """Pinned files the lifecycle would archive were they not pinned."""
+    lifecycle = limits.lifecycle
+    found = []
+    for path in sorted(p for p in files if is_tier_path(p) and is_candidate(p, lifecycle.candidate_dirs)):
+        file = KnowledgeFile(path, files[path])
+        seen = activity(file, date.fromisoformat(today), lifecycle.staleness_threshold_days)
+        if file.pinned and seen is not None and seen.stale:
+            found.append(path)
+    return found

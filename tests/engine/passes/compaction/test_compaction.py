@@ -271,8 +271,7 @@ def test_a_file_over_its_caps_without_sections_is_reported_not_split(tmp_path: P
     assert report.plan is not None and report.plan.splits == []
     assert report.plan.unsplittable == [
         "craft/wall.md: over its caps (77 lines, 604 bytes) with no place to cut: no section heading, bullet or "
-        "paragraph boundary outside a code fence or marked section. Break it into sections or bullets by hand, or "
-        "declare `oversize: <reason>` in its frontmatter (the byte cap only)"]
+        "paragraph boundary outside a code fence or marked section. Break it into sections or bullets by hand"]
     assert "craft/wall.md is still over its caps" in report.plan.debt
 
 

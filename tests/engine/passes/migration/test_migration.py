@@ -236,8 +236,12 @@ def test_a_spine_that_cannot_fit_is_refused_with_the_reason_and_what_to_do_by_ha
     message = str(refused.value)
     assert message.startswith("migration refused; nothing was changed:\n  - SPINE.md would have 91 lines (cap 80)")
     assert "archive (the lifecycle would, were .lifecycle enabled): projects/kiln.md (no activity for" in message
-    assert "pinned (never archived automatically; unpin it to let the lifecycle archive it): projects/loom.md" in message
-    assert "a long entry to merge or reword by hand" in message
+    assert "pinned and past its staleness threshold (unpin it to let the lifecycle archive it): projects/loom.md" \
+        in message
+    # Its entries are short: none is called long; the lines are what binds, and no two entries share a topic.
+    assert "long entry" not in message
+    assert "the SPINE has 91 lines (cap 80) and no two entries share a topic: archive files that are done with, " \
+           "or join entries by hand into multi-pointer lines" in message
     assert files(root) == before and not (root / "data").exists()  # not even a plan directory
 
     preview = run_migrate(root, POLICY, clock, "preview")

@@ -1,0 +1,132 @@
+"""What a person can do where compaction (or a migration) cannot bring the store within its caps.
+Pure: a store (or the store a plan would leave) in, plain sentences out.
+
+Every suggestion is made only where it is true: an entry is called long only when it is over
+the entry target; merges are proposed between entries that share a topic; ``oversize:`` is
+offered only where the byte cap is the one that binds (store/split.py words the advice for a
+unit that cannot be cut, and this module reuses it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ....store.findings import Finding
+from ....store.invariants import check_c1, check_c3
+from ....store.limits import Limits
+from ....store.paths import SPINE
+from ....store.snapshot import Snapshot
+from ....store.spine import LEADING_GROUP_RE, Spine, SpineEntry
+from ....store.split import split_knowledge_file
+from ....store.text import byte_len, clip
+from ....store.topics import TopicOverlap, topic_words
+from ...context import BUDGET_CODES
+
+MERGE_FORM = "`- [A](a.md) + [B](b.md) \u2014 \u2026`"
+SHOWN = 5  # suggestions of one kind
+
+
+@dataclass(frozen=True)
+class CapFailure:
+    """A file the store fails a cap on (C1 for SPINE.md, C3 for a tier file), why compaction
+    could not bring it within, and what a person can do."""
+
+    path: str
+    problems: tuple[str, ...]  # the check's own messages
+    why: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "problems": list(self.problems), "why": list(self.why)}
+
+    def render(self) -> list[str]:
+        return [f"    - {'; '.join(self.problems)}", *(f"      {line}" for line in self.why)]
+
+
+def cap_failures(after: Snapshot, limits: Limits, breaches: list[str] | None = None) -> list[CapFailure]:
+    """Every cap the store ``after`` fails, one item per file. ``breaches`` are the planner's
+    words for what binds the SPINE, when a plan was made."""
+    found = [f for f in check_c1(after, limits) + check_c3(after, limits)
+             if f.severity == "fail" and f.code in BUDGET_CODES]
+    by_path: dict[str, list[Finding]] = {}
+    for finding in found:
+        by_path.setdefault(finding.path, []).append(finding)
+    out: list[CapFailure] = []
+    for path, findings in by_path.items():
+        problems = tuple(f.message for f in findings)
+        if path == SPINE:
+            spine = after.spine or Spine(b"")
+            why = [b for b in breaches or [] if not b.startswith(SPINE)] + spine_advice(spine, limits)
+        else:
+            why = tier_file_advice(after, path, limits)
+        out.append(CapFailure(path, problems, tuple(why)))
+    return out
+
+
+def tier_file_advice(store: Snapshot, path: str, limits: Limits) -> list[str]:
+    """Why a tier file over a cap stays so, in the words a refused split uses."""
+    file = store.knowledge(path)
+    caps = limits.tier_file
+    if file.oversize_reason is not None:
+        return [f"{path} declares `oversize:`, which lifts the byte cap only, and compaction leaves such a file "
+                f"as it is: bring it within {caps.max_lines} lines by hand (a piece moved to a file of its own "
+                "needs a SPINE entry, or `split_from:` and a pointer on this file's line)"]
+    outcome = split_knowledge_file(path, store.contents.get(path, b""), caps.max_lines, caps.max_bytes, store.exists)
+    if outcome is not None and outcome.over_cap:
+        return list(outcome.over_cap)
+    return [f"{path} can be split within its caps: `distilld compact --apply` splits it"]
+
+
+def spine_advice(spine: Spine, limits: Limits) -> list[str]:
+    """What could be done by hand for a SPINE over a cap, each true for this SPINE."""
+    caps = limits.spine
+    entries = [e for e in spine.entries if not e.is_catalog_line]
+    out: list[str] = []
+    if spine.line_count > caps.max_lines:
+        pairs = topical_pairs(entries, SHOWN)
+        out += [f"entries that share a topic ({', '.join(words[:3])}), to merge by hand into one multi-pointer "
+                f"line ({MERGE_FORM}): line {one.line_index + 1} and line {two.line_index + 1}"
+                for one, two, words in pairs]
+        if not pairs:
+            out.append(f"the SPINE has {spine.line_count} lines (cap {caps.max_lines}) and no two entries share a "
+                       f"topic: archive files that are done with, or join entries by hand into multi-pointer lines "
+                       f"({MERGE_FORM}: one line saved per join)")
+    if spine.size > caps.max_bytes:
+        long = sorted((e for e in entries if e.byte_len > caps.entry_target_bytes), key=lambda e: -e.byte_len)
+        out += [f"a long entry to reword by hand ({e.byte_len} bytes, over the {caps.entry_target_bytes}-byte "
+                f"target; line {e.line_index + 1}): {clip(e.joined, 80)}" for e in long[:SHOWN]]
+        if not long:
+            groups = sum(_group_bytes(e) for e in entries)
+            out.append(f"no entry is over the {caps.entry_target_bytes}-byte target: the pointer groups alone take "
+                       f"{groups} of the SPINE's {spine.size} bytes; merge small files of one topic by hand, or "
+                       "archive files that are done with")
+    for entry in entries:
+        if entry.byte_len > caps.entry_max_bytes and _group_bytes(entry) + caps.hook_floor > caps.entry_max_bytes:
+            out.append(f"line {entry.line_index + 1}: its pointer group alone takes {_group_bytes(entry)} of the "
+                       f"{caps.entry_max_bytes} bytes an entry may have; give some of its pointers a line of their "
+                       "own, or merge small files of the family by hand")
+    return out
+
+
+def _group_bytes(entry: SpineEntry) -> int:
+    match = LEADING_GROUP_RE.match(entry.first_line)
+    return byte_len(match.group(0)) if match else 0
+
+
+def topical_pairs(entries: list[SpineEntry], count: int) -> list[tuple[SpineEntry, SpineEntry, list[str]]]:
+    """The pairs of entries whose words overlap most (each entry in one pair at most), with the
+    words they share, rarest first."""
+    words = [topic_words(e.joined) for e in entries]
+    overlap = TopicOverlap(words)
+    scored = sorted(((overlap.score(words[i], words[j]), i, j) for i in range(len(entries))
+                     for j in range(i + 1, len(entries))), key=lambda s: (-s[0], s[1], s[2]))
+    used: set[int] = set()
+    out: list[tuple[SpineEntry, SpineEntry, list[str]]] = []
+    for score, i, j in scored:
+        if score <= 0 or len(out) == count:
+            break
+        if i in used or j in used:
+            continue
+        used |= {i, j}
+        out.append((entries[i], entries[j], overlap.shared(words[i], words[j])))
+    return out
