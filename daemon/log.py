@@ -142,7 +142,23 @@ def console_mode(console: str) -> str:
 
 
 def get_logger(name: str = "distilld") -> Any:
+    if not structlog.is_configured():
+        _configure_for_a_command()
     return structlog.get_logger(name)
+
+
+def _configure_for_a_command() -> None:
+    """Until the daemon sets up its logs (configure_logging), records go to stderr, warnings and
+    worse only: structlog's own default prints every record on stdout, which would corrupt a
+    command's output (its --json document). A command says what it did on stderr itself."""
+    structlog.configure(
+        processors=[structlog.processors.add_log_level,
+                    structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        # The stream is looked up at each record, so a test runner's captured stderr gets it too.
+        logger_factory=lambda *_: structlog.PrintLogger(sys.stderr),
+        cache_logger_on_first_use=False,
+    )
 
 
 class ActivityLog:

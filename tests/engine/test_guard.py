@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -91,6 +92,19 @@ def test_a_killed_pass_is_followed_at_once_by_the_next(tmp_path: Path) -> None:
     assert "recovered projects/heron.md" in done.stdout
     assert not (store / ".lock").exists()
     assert time.monotonic() - started < POLICY.lock.stale_seconds
+
+
+def test_the_takeover_after_a_kill_leaves_a_json_report_clean(tmp_path: Path) -> None:
+    # The lock package logs the takeover; a command's stdout must stay its --json document.
+    store = tmp_path / "store"
+    busy_store(store)
+    killed = run_distilld(["gc", "--apply", str(store)], env={"DISTILLD_CRASH_AT": "file-moved"})
+    assert killed.returncode == -signal.SIGKILL
+    done = run_distilld(["gc", "--apply", "--json", str(store)])
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] is True
+    assert "took over a stale lock from distilld." in done.stderr
 
 
 # -- temp files ---------------------------------------------------------------------------------
