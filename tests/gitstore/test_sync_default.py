@@ -11,10 +11,12 @@ from pathlib import Path
 
 import distilld.gitstore.sync as sync_module
 import pytest
+from distilld.actions.sync import lock_holder
 from distilld.engine.lock import StoreLock
 from distilld.gitstore.remote import PushRejected
 from distilld.gitstore.repo import StoreRepo, open_store
-from distilld.gitstore.sync_state import load_state
+from distilld.gitstore.sync import sync_store
+from distilld.gitstore.sync_state import SyncState, load_state, save_state
 from distilld.store.ledger import Ledger
 from gitmachines import GitCli, Machine, Origin, assert_converged, ledger_events, lifecycle_store
 
@@ -380,3 +382,16 @@ def test_a_commit_without_a_message_is_named_by_its_id(pushed: Machine, origin: 
     report = a.sync()
     assert report.reason == (f"not pushed: commit {a.head()[:7]} () adds craft/link.md, a symlink; "
                              f"{fix_hint(a)}"), report.reason
+
+
+def test_sync_store_called_with_its_defaults_is_a_manual_sync_that_commits_at_once(pushed: Machine,
+                                                                                  origin: Origin) -> None:
+    """The defaults (as the benchmarks call it): no backoff honoured, no quiet period awaited,
+    agents' changes committed."""
+    a = pushed
+    store = open_store(a.root)
+    save_state(store, SyncState(failures=3, retry_at=time.time() + 3600, last_error="offline"))
+    a.append("ops/deploy.md", "- Written just now.\n")
+    report = sync_store(store, a.clock, a.identity, lock_holder(a.root, a.policy), a.policy.limits)
+    assert report.state == "synced" and report.pushed and len(report.commits) == 1, report
+    assert origin.head() == a.head() and load_state(open_store(a.root)).failures == 0
