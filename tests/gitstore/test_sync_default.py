@@ -18,7 +18,16 @@ from distilld.gitstore.repo import StoreRepo, open_store
 from distilld.gitstore.sync import sync_store
 from distilld.gitstore.sync_state import SyncState, load_state, save_state
 from distilld.store.ledger import Ledger
-from gitmachines import GitCli, Machine, Origin, assert_converged, ledger_events, lifecycle_store
+from gitmachines import (
+    GitCli,
+    Machine,
+    Origin,
+    assert_converged,
+    joined_machine,
+    ledger_events,
+    lifecycle_store,
+    pushed_machine,
+)
 
 
 @pytest.fixture
@@ -26,12 +35,8 @@ def diverged(tmp_path: Path, origin: Origin) -> tuple[Machine, Machine, str]:
     """A archives its two stale project files and pushes; B, which joined before, restores a
     file and its agent edits a tier file, all committed locally: B is one ahead, one behind.
     Returns the machines and the commit A pushed."""
-    a = Machine("a", tmp_path / "a", origin)
-    lifecycle_store(a.root)
-    a.init()
-    assert a.sync().pushed
-    b = Machine("b", tmp_path / "b", origin)
-    b.init()
+    a = pushed_machine(tmp_path, origin)
+    b = joined_machine(tmp_path, origin)
     a.later(180)
     b.later(30)
     assert a.gc()[0].ok
@@ -87,11 +92,7 @@ MARKED = b"# Testing\n\n<<<<<<< ours\n- one rule\n=======\n- another rule\n>>>>>
 @pytest.fixture
 def pushed(tmp_path: Path, origin: Origin) -> Machine:
     """A store pushed to the remote; the tests commit on top of it with the user's own git."""
-    a = Machine("a", tmp_path / "a", origin)
-    lifecycle_store(a.root)
-    a.init()
-    assert a.sync().pushed
-    return a
+    return pushed_machine(tmp_path, origin)
 
 
 def user_commit(machine: Machine, git: GitCli, subject: str, *paths: str) -> str:
