@@ -175,6 +175,22 @@ class Machine:
         return str(self.repo().head.target)
 
 
+def pushed_machine(tmp_path: Path, origin: Origin, name: str = "a") -> Machine:
+    """A machine holding lifecycle_store, set up with `init` and pushed to ``origin``."""
+    machine = Machine(name, tmp_path / name, origin)
+    lifecycle_store(machine.root)
+    machine.init()
+    assert machine.sync().pushed
+    return machine
+
+
+def joined_machine(tmp_path: Path, origin: Origin, name: str = "b") -> Machine:
+    """A second machine, joined from what ``origin`` holds."""
+    machine = Machine(name, tmp_path / name, origin)
+    machine.init()
+    return machine
+
+
 def shared_files(root: Path) -> dict[str, bytes]:
     """Every file of the store that is not machine-local (nor inside .git), with its bytes."""
     out: dict[str, bytes] = {}

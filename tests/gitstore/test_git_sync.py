@@ -304,27 +304,6 @@ def test_a_remote_tracking_a_machine_local_path_is_blocked(machines: tuple[Machi
     assert a.head() == before and not (a.root / "bin").exists()
 
 
-def test_incoming_changes_never_overwrite_an_uncommitted_edit(machines: tuple[Machine, Machine], origin: Origin,
-                                                              git: GitCli) -> None:
-    """The user's staged edit is not committed by distilld; a fast-forward that would overwrite
-    it is refused, and both the edit and the branch stay as they were."""
-    a, b = machines
-    a.append("craft/testing.md", "- The user's own edit, staged.\n")
-    git(a.root, "add", "craft/testing.md")
-    mine = a.read("craft/testing.md")
-    b.append("craft/testing.md", "- B's agent edits the same file.\n")
-    assert b.sync().pushed
-    before = a.head()
-    report = a.sync()
-    assert report.state == "blocked" and "craft/testing.md" in (report.reason or ""), report
-    assert a.head() == before and a.read("craft/testing.md") == mine
-    git(a.root, "commit", "-q", "-m", "the user's commit")
-    sync_all(a, b)
-    files = assert_converged(origin, a, b)
-    kept = [p for p in files if "sync-conflict-craft-testing" in p]
-    assert len(kept) == 1 and files[kept[0]].endswith(mine)
-
-
 def test_a_remote_that_drops_the_byte_exact_attributes_is_blocked(machines: tuple[Machine, Machine],
                                                                   origin: Origin, git: GitCli) -> None:
     a, b = machines

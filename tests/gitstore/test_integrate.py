@@ -13,18 +13,21 @@ import pygit2
 import pytest
 from distilld.actions.sync import render_sync_text
 from distilld.gitstore.errors import GitBusy, GitStoreError
-from gitmachines import GitCli, Machine, Origin, lifecycle_store
+from gitmachines import (
+    GitCli,
+    Machine,
+    Origin,
+    assert_converged,
+    joined_machine,
+    lifecycle_store,
+    pushed_machine,
+)
 
 
 @pytest.fixture
 def pair(tmp_path: Path, origin: Origin) -> tuple[Machine, Machine]:
-    a = Machine("a", tmp_path / "a", origin)
-    lifecycle_store(a.root)
-    a.init()
-    assert a.sync().pushed
-    b = Machine("b", tmp_path / "b", origin)
-    b.init()
-    return a, b
+    a = pushed_machine(tmp_path, origin)
+    return a, joined_machine(tmp_path, origin)
 
 
 def test_a_remote_holding_another_store_is_never_merged(tmp_path: Path, origin: Origin,
@@ -44,6 +47,8 @@ def test_a_remote_holding_another_store_is_never_merged(tmp_path: Path, origin: 
 
 def test_incoming_changes_never_overwrite_a_staged_edit(pair: tuple[Machine, Machine], origin: Origin,
                                                         git: GitCli) -> None:
+    """The user's staged edit is not committed by distilld; a fast-forward that would overwrite
+    it is refused, and both the edit and the branch stay as they were."""
     a, b = pair
     a.append("craft/testing.md", "- The user's own edit, staged.\n")
     git(a.root, "add", "craft/testing.md")
@@ -57,6 +62,12 @@ def test_incoming_changes_never_overwrite_a_staged_edit(pair: tuple[Machine, Mac
                              "move those edits, and the next sync takes the changes in")
     assert a.head() == before and a.read("craft/testing.md") == mine
     assert git(a.root, "diff", "--cached", "--name-only").stdout == "craft/testing.md\n"
+    git(a.root, "commit", "-q", "-m", "the user's commit")  # committed: the next sync merges it
+    for machine in (a, b, a, b):
+        assert machine.sync().ok
+    files = assert_converged(origin, a, b)
+    kept = [p for p in files if "sync-conflict-craft-testing" in p]
+    assert len(kept) == 1 and files[kept[0]].endswith(mine)
 
 
 def test_a_commit_made_while_the_sync_checks_out_is_kept(pair: tuple[Machine, Machine], origin: Origin,
@@ -156,11 +167,9 @@ NOTES = [f"craft/note-{n:02d}.md" for n in range(11)]
 
 @pytest.fixture
 def remote_with_notes(tmp_path: Path, origin: Origin) -> Machine:
-    a = Machine("a", tmp_path / "a", origin)
-    lifecycle_store(a.root)
+    a = pushed_machine(tmp_path, origin)
     for path in NOTES:
         a.write(path, f"# {path}\n")
-    a.init()
     assert a.sync().pushed
     return a
 

@@ -11,12 +11,23 @@ from pathlib import Path
 
 import distilld.gitstore.sync as sync_module
 import pytest
+from distilld.actions.sync import lock_holder
 from distilld.engine.lock import StoreLock
 from distilld.gitstore.remote import PushRejected
 from distilld.gitstore.repo import StoreRepo, open_store
-from distilld.gitstore.sync_state import load_state
+from distilld.gitstore.sync import sync_store
+from distilld.gitstore.sync_state import SyncState, load_state, save_state
 from distilld.store.ledger import Ledger
-from gitmachines import GitCli, Machine, Origin, assert_converged, ledger_events, lifecycle_store
+from gitmachines import (
+    GitCli,
+    Machine,
+    Origin,
+    assert_converged,
+    joined_machine,
+    ledger_events,
+    lifecycle_store,
+    pushed_machine,
+)
 
 
 @pytest.fixture
@@ -24,12 +35,8 @@ def diverged(tmp_path: Path, origin: Origin) -> tuple[Machine, Machine, str]:
     """A archives its two stale project files and pushes; B, which joined before, restores a
     file and its agent edits a tier file, all committed locally: B is one ahead, one behind.
     Returns the machines and the commit A pushed."""
-    a = Machine("a", tmp_path / "a", origin)
-    lifecycle_store(a.root)
-    a.init()
-    assert a.sync().pushed
-    b = Machine("b", tmp_path / "b", origin)
-    b.init()
+    a = pushed_machine(tmp_path, origin)
+    b = joined_machine(tmp_path, origin)
     a.later(180)
     b.later(30)
     assert a.gc()[0].ok
@@ -85,11 +92,7 @@ MARKED = b"# Testing\n\n<<<<<<< ours\n- one rule\n=======\n- another rule\n>>>>>
 @pytest.fixture
 def pushed(tmp_path: Path, origin: Origin) -> Machine:
     """A store pushed to the remote; the tests commit on top of it with the user's own git."""
-    a = Machine("a", tmp_path / "a", origin)
-    lifecycle_store(a.root)
-    a.init()
-    assert a.sync().pushed
-    return a
+    return pushed_machine(tmp_path, origin)
 
 
 def user_commit(machine: Machine, git: GitCli, subject: str, *paths: str) -> str:
@@ -380,3 +383,16 @@ def test_a_commit_without_a_message_is_named_by_its_id(pushed: Machine, origin: 
     report = a.sync()
     assert report.reason == (f"not pushed: commit {a.head()[:7]} () adds craft/link.md, a symlink; "
                              f"{fix_hint(a)}"), report.reason
+
+
+def test_sync_store_called_with_its_defaults_is_a_manual_sync_that_commits_at_once(pushed: Machine,
+                                                                                  origin: Origin) -> None:
+    """The defaults (as the benchmarks call it): no backoff honoured, no quiet period awaited,
+    agents' changes committed."""
+    a = pushed
+    store = open_store(a.root)
+    save_state(store, SyncState(failures=3, retry_at=time.time() + 3600, last_error="offline"))
+    a.append("ops/deploy.md", "- Written just now.\n")
+    report = sync_store(store, a.clock, a.identity, lock_holder(a.root, a.policy), a.policy.limits)
+    assert report.state == "synced" and report.pushed and len(report.commits) == 1, report
+    assert origin.head() == a.head() and load_state(open_store(a.root)).failures == 0
