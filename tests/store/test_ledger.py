@@ -81,3 +81,21 @@ def test_a_merge_keeps_each_line_as_often_as_the_side_that_has_it_most() -> None
     assert count(merge_ledgers(ledger(A, A, B), ledger(A, A, B, C)), A) == 2
     merged = merge_ledgers(ledger(A, A, B), ledger(A, A, B, C))
     assert merged == ledger(A, A, B, C)
+
+
+def test_only_a_known_event_with_a_tier_target_decides_a_files_state() -> None:
+    # An unknown event naming the file (C2 reports it) must not hide the archive line before it;
+    # a known event missing its `to:`, or whose target is not a tier file, decides nothing.
+    unknown = "- 2026-03-05 moved | from: archive/projects/a.md | to: projects/a.md | reason: by hand"
+    no_target = "- 2026-03-06 restore | from: archive/projects/c.md | reason: asked"
+    not_a_tier = "- 2026-03-07 restore | from: archive/evidence/c.md | to: evidence/c.md | reason: odd"
+    state = Ledger(ledger(A, unknown, C, no_target, not_a_tier)).last_event_by_path
+    assert {path: line.text for path, line in state.items()} == {"projects/a.md": A, "projects/c.md": C}
+
+
+def test_every_segment_after_a_bad_one_is_still_read() -> None:
+    text = ("- 2026-03-01 archive | from: projects/a.md | stray words | to: archive/projects/a.md"
+            " | more | reason: stale")
+    line = parse_line(3, text)
+    assert [p.message for p in line.problems] == ["stray words", "more"]
+    assert line.fields == {"from": "projects/a.md", "to": "archive/projects/a.md", "reason": "stale"}
