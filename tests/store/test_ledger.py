@@ -99,3 +99,15 @@ def test_every_segment_after_a_bad_one_is_still_read() -> None:
     line = parse_line(3, text)
     assert [p.message for p in line.problems] == ["stray words", "more"]
     assert line.fields == {"from": "projects/a.md", "to": "archive/projects/a.md", "reason": "stale"}
+
+
+def test_an_archived_name_holding_a_pipe_is_found_as_the_checker_finds_it() -> None:
+    # An old client wrote `to:` unescaped; the checker's test is the substring `| to: A |`, so
+    # the name is found whole, and so is every shorter cut that the substring test also matches.
+    odd = ("- 2026-03-04 archive | from: projects/a | b.md | to: archive/projects/a | b.md"
+           " | sha256: x | reason: stale")
+    parsed = Ledger(ledger(odd))
+    for name in ("archive/projects/a | b.md", "archive/projects/a"):
+        found = parsed.last_archive_line(name)
+        assert found is not None and found.text == odd
+    assert parsed.last_archive_line("archive/projects/a | b") is None
