@@ -111,3 +111,7 @@ def test_an_archived_name_holding_a_pipe_is_found_as_the_checker_finds_it() -> N
         found = parsed.last_archive_line(name)
         assert found is not None and found.text == odd
     assert parsed.last_archive_line("archive/projects/a | b") is None
+    # A second `| to: ` further on (an unescaped reason) is one more match of the substring test.
+    twice = A + " | to: archive/projects/z.md | spine-entry: x"
+    found = Ledger(ledger(twice)).last_archive_line("archive/projects/z.md")
+    assert found is not None and found.text == twice
