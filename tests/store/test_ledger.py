@@ -28,6 +28,7 @@ def test_a_deleted_line_is_lost_and_named() -> None:
 
 def test_a_changed_line_is_lost() -> None:
     assert lost_lines(ledger(A, B), ledger(A, B.replace("asked", "edited"))) == [B]
+    assert lost_lines(ledger(A + " by X"), ledger(A + " by ")) == [A + " by X"]  # cut short at its end
 
 
 def test_lines_count_as_often_as_they_occur() -> None:
