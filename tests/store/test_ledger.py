@@ -3,7 +3,7 @@ of the ledger are gone)."""
 
 from __future__ import annotations
 
-from distilld.store.ledger import LEDGER_HEADER, Ledger, lost_lines, merge_ledgers, parse_line
+from distilld.store.ledger import LEDGER_HEADER, Ledger, lost_lines, merge_ledgers, parse_line, restore_event
 
 A = "- 2026-03-01T10:00:00Z archive | from: projects/a.md | to: archive/projects/a.md | reason: stale"
 B = "- 2026-03-02T10:00:00Z restore | from: archive/projects/a.md | to: projects/a.md | reason: asked"
@@ -116,3 +116,12 @@ def test_an_archived_name_holding_a_pipe_is_found_as_the_checker_finds_it() -> N
     twice = A + " | to: archive/projects/z.md | spine-entry: x"
     found = Ledger(ledger(twice)).last_archive_line("archive/projects/z.md")
     assert found is not None and found.text == twice
+
+
+def test_a_restore_line_is_plain_unless_modified_and_has_a_checksum_only_when_given() -> None:
+    stamp = "2026-03-02T10:00:00Z"
+    assert restore_event(stamp, "projects/a.md", "asked", None) == (
+        "- 2026-03-02T10:00:00Z restore | from: archive/projects/a.md | to: projects/a.md | reason: asked")
+    assert restore_event(stamp, "projects/a.md", "a | b", "ff", modified=True) == (
+        "- 2026-03-02T10:00:00Z restore (modified) | from: archive/projects/a.md | to: projects/a.md"
+        " | sha256: ff | reason: a \\| b")
