@@ -125,3 +125,13 @@ def test_a_restore_line_is_plain_unless_modified_and_has_a_checksum_only_when_gi
     assert restore_event(stamp, "projects/a.md", "a | b", "ff", modified=True) == (
         "- 2026-03-02T10:00:00Z restore (modified) | from: archive/projects/a.md | to: projects/a.md"
         " | sha256: ff | reason: a \\| b")
+
+
+def test_a_merge_sorts_a_line_behind_a_stray_cr_as_the_event_the_checker_reads() -> None:
+    # The checker reads CR-blind, so "\r- <stamp> ..." is an event line: the merge must sort it
+    # by its stamp, not leave it where it stood, or the merged ledger is out of order.
+    early = "- 2026-03-01T09:00:00Z archive | from: projects/b.md | to: archive/projects/b.md | reason: stale"
+    ours = (LEDGER_HEADER + "\r" + A + "\n").encode()
+    merged = merge_ledgers(ours, ledger(early))
+    assert merged == (LEDGER_HEADER + early + "\n\r" + A + "\n").encode()
+    assert [line.text for line in Ledger(merged).events] == [early, A]
