@@ -135,3 +135,8 @@ def test_a_merge_sorts_a_line_behind_a_stray_cr_as_the_event_the_checker_reads()
     merged = merge_ledgers(ours, ledger(early))
     assert merged == (LEDGER_HEADER + early + "\n\r" + A + "\n").encode()
     assert [line.text for line in Ledger(merged).events] == [early, A]
+
+
+def test_a_merge_keeps_a_line_that_differs_from_ours_only_at_its_end() -> None:
+    merged = merge_ledgers(ledger(A + " by "), ledger(A + " by X")).decode()
+    assert merged.splitlines().count(A + " by ") == 1 and merged.splitlines().count(A + " by X") == 1
