@@ -140,3 +140,10 @@ def test_a_merge_sorts_a_line_behind_a_stray_cr_as_the_event_the_checker_reads()
 def test_a_merge_keeps_a_line_that_differs_from_ours_only_at_its_end() -> None:
     merged = merge_ledgers(ledger(A + " by "), ledger(A + " by X")).decode()
     assert merged.splitlines().count(A + " by ") == 1 and merged.splitlines().count(A + " by X") == 1
+
+
+def test_a_merge_sorts_a_date_only_line_as_its_midnight() -> None:
+    # C is dated 2026-03-03 only: it sorts before the other side's lines later that same day.
+    later_that_day = "- 2026-03-03T08:00:00Z archive | from: projects/d.md | to: archive/projects/d.md | reason: stale"
+    assert merge_ledgers(ledger(later_that_day), ledger(C)) == ledger(C, later_that_day)
+    assert merge_ledgers(ledger(C), ledger(later_that_day)) == ledger(C, later_that_day)
