@@ -264,7 +264,7 @@ def _sort_keys(blocks: list[list[str]]) -> list[tuple[str, str]]:
     keys: list[tuple[str, str]] = []
     previous = ("", "")
     for block in blocks:
-        match = EVENT_RE.match(_bare(block[0]))
+        match = EVENT_RE.match(block[0].replace("\r", ""))  # CR-blind, as a block is found
         if match:
             stamp = match.group(1)
             own = (stamp[:10], full_stamp(stamp)[11:19] if has_time(stamp) else "")

@@ -4,7 +4,9 @@ Real files in tmp_path, confined to a store root as a pass is."""
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,128 @@ def test_refusals_say_that_nothing_was_written_and_what_to_do(store: Path, tmp_p
                                  "never writes through a link, so nothing was written. Replace the link with a "
                                  "real folder (move the files back into the store), then run the pass again.")
     assert list((tmp_path / "away").iterdir()) == []
+
+
+def test_what_a_write_creates_gets_the_usual_permissions(store: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        with fs.confined_to(store):
+            fs.atomic_write(store / "archive/projects/new.md", b"x\n")
+    finally:
+        os.umask(previous)
+    assert (store / "archive").stat().st_mode & 0o7777 == 0o755
+    assert (store / "archive/projects").stat().st_mode & 0o7777 == 0o755
+    assert (store / "archive/projects/new.md").stat().st_mode & 0o7777 == 0o644
+
+
+def test_a_dangling_link_at_the_target_is_refused_as_a_file_already_there(store: Path, tmp_path: Path) -> None:
+    target = store / "archive/projects/a.md"
+    target.parent.mkdir(parents=True)
+    target.symlink_to(tmp_path / "nowhere.md")
+    for carry_out in (fs.move_exact, fs.copy_exact):
+        with fs.confined_to(store), pytest.raises(FileExistsError) as refused:
+            carry_out(store / "projects/a.md", target)
+        assert str(refused.value) == f"{target} already exists; refusing to overwrite it"
+    assert target.is_symlink() and not (tmp_path / "nowhere.md").exists()
+    assert (store / "projects/a.md").read_bytes() == b"# A\r\n\r\n- one\r\n"
+
+
+def test_a_target_written_by_another_program_meanwhile_is_kept(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = store / "archive/projects/a.md"
+    real_link = os.link
+
+    def another_writer_first(*args: object, **kwargs: object) -> None:
+        target.write_bytes(b"theirs\n")  # lands between the move's check and its link
+        real_link(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "link", another_writer_first)
+    with fs.confined_to(store), pytest.raises(FileExistsError) as refused:
+        fs.move_exact(store / "projects/a.md", target)
+    assert str(refused.value) == f"{target} appeared meanwhile; refusing to overwrite it"
+    assert target.read_bytes() == b"theirs\n"
+    assert (store / "projects/a.md").read_bytes() == b"# A\r\n\r\n- one\r\n"
+
+
+def test_a_move_on_a_file_system_without_hard_links_is_a_rename(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_hard_links(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_hard_links)
+    with fs.confined_to(store):
+        fs.move_exact(store / "projects/a.md", store / "archive/projects/a.md")
+    assert (store / "archive/projects/a.md").read_bytes() == b"# A\r\n\r\n- one\r\n"
+    assert not (store / "projects/a.md").exists()
+
+
+def test_a_link_as_the_old_name_of_a_move_is_not_taken_for_a_half_done_move(store: Path) -> None:
+    source, target = store / "projects/alias.md", store / "projects/a.md"
+    source.symlink_to(target)  # resolves to the target, but it is a link, not a second name
+    with fs.confined_to(store):
+        fs.finish_interrupted_move(source, target)
+    assert source.is_symlink() and target.read_bytes() == b"# A\r\n\r\n- one\r\n"
+
+
+def test_a_tick_is_patched_in_place_only_over_the_bytes_expected(store: Path, tmp_path: Path) -> None:
+    plan = store / "PLAN.md"
+    plan.write_bytes(b"- [ ] 1. back up\n- [ ] 2. move\n")
+    with fs.confined_to(store):
+        fs.patch_in_place(plan, 3, b" ", b"x")
+        assert plan.read_bytes() == b"- [x] 1. back up\n- [ ] 2. move\n"
+        with pytest.raises(ValueError) as unexpected:
+            fs.patch_in_place(plan, 3, b" ", b"x")
+        assert str(unexpected.value) == f"{plan}: unexpected bytes at offset 3; not patched"
+        with pytest.raises(ValueError) as longer:
+            fs.patch_in_place(plan, 20, b" ", b"xx")
+        assert str(longer.value) == "patch_in_place keeps the file's length: old and new must be as long"
+    assert plan.read_bytes() == b"- [x] 1. back up\n- [ ] 2. move\n"
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(b"- [ ] kept\n")
+    plan.unlink()
+    plan.symlink_to(outside)
+    with fs.confined_to(store), pytest.raises(OSError):
+        fs.patch_in_place(plan, 3, b" ", b"x")  # never through a link
+    assert outside.read_bytes() == b"- [ ] kept\n"
+
+
+def test_append_line_starts_a_new_file_with_nothing_but_the_line_and_names_a_refused_one(store: Path) -> None:
+    journal = store / "data/journal.jsonl"
+    with fs.confined_to(store):
+        fs.append_line(journal, '{"step": 1}')
+        long_line = "- " + "x" * 80 + "\rmore"
+        with pytest.raises(ValueError) as refused:
+            fs.append_line(journal, long_line)
+    assert journal.read_bytes() == b'{"step": 1}\n'
+    assert str(refused.value) == f"{journal}: refusing to append a line holding a line break: {long_line[:70]!r}"
+
+
+def test_durable_writes_reach_the_disk_before_they_return(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+
+    def flushed(write: object) -> list[str]:
+        synced.clear()
+        write()  # type: ignore[operator]
+        # a new file is synced under its temp name, before the rename that makes it visible
+        shown = [os.path.relpath(path, store) for path in synced]
+        return [re.sub(r"\.([^/]*)\.distilld-tmp\.[0-9]+\.[0-9a-f]+$", r"\1 (temp)", path) for path in shown]
+
+    with fs.confined_to(store):
+        assert flushed(lambda: fs.atomic_write(store / "SPINE.md", b"x\n")) == ["SPINE.md (temp)", "."]
+        assert flushed(lambda: fs.append_line(store / "archive/LEDGER.md", "- a")) == ["archive/LEDGER.md", "archive"]
+        assert flushed(lambda: fs.append_line(store / "archive/LEDGER.md", "- b")) == ["archive/LEDGER.md"]
+        assert flushed(lambda: fs.append_bytes(store / "data/j.jsonl", b"{}\n")) == ["data/j.jsonl", "data"]
+        assert flushed(lambda: fs.copy_exact(store / "SPINE.md", store / "backup/SPINE.md")) == ["backup/SPINE.md", "backup"]
+        assert flushed(lambda: fs.move_exact(store / "projects/a.md", store / "archive/projects/a.md")) == [
+            "archive/projects", "projects"]
+        assert flushed(lambda: fs.fsync_file(store / "SPINE.md")) == ["SPINE.md"]
+        (store / "PLAN.md").write_bytes(b"- [ ] 1\n")
+        assert flushed(lambda: fs.patch_in_place(store / "PLAN.md", 3, b" ", b"x")) == ["PLAN.md"]
+        # durable=False leaves every flush to a later sync_barrier, a new file's folder included
+        assert flushed(lambda: fs.append_bytes(store / "data/new.jsonl", b"{}\n", durable=False)) == []
+        assert flushed(lambda: fs.atomic_write(store / "CATALOG.md", b"x\n", durable=False)) == []

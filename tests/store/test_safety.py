@@ -181,10 +181,13 @@ def test_names_that_stay_writable(name: str) -> None:
 
 def test_the_ledger_writer_refuses_line_breaks_and_unsafe_paths() -> None:
     stamp = "2026-11-30T12:00:00Z"
-    with pytest.raises(UnwritableLedgerValue):
+    with pytest.raises(UnwritableLedgerValue) as unsafe:
         archive_event(stamp, "projects/new\nline.md", "a", "b", "stale", "- [x](projects/x.md)")
-    with pytest.raises(UnwritableLedgerValue):
+    assert str(unsafe.value) == ("'projects/new\\nline.md': refusing to write it into archive/LEDGER.md: it holds "
+                                 "the control character '\\n' (a line break would split a ledger line)")
+    with pytest.raises(UnwritableLedgerValue) as broken:
         archive_event(stamp, "projects/x.md", "a", "b", "stale\nsecond", "- [x](projects/x.md)")
+    assert str(broken.value) == "refusing a ledger value holding a line break: 'stale\\nsecond'"
     with pytest.raises(UnwritableLedgerValue):
         archive_event(stamp, "projects/x.md", "a", "b", "stale", "- hook\r")
     with pytest.raises(UnwritableLedgerValue):
