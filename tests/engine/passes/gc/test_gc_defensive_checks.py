@@ -7,13 +7,14 @@ Stores are built in tmp_path from ``busy_store`` (Rowan's store plus the stale H
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import FIXED_NOW, StoreBuilder, healthy_store
+from builders import FIXED_NOW, KESTREL_ENTRY, StoreBuilder, healthy_store
 from distilld.actions.gc import run_gc_apply, run_gc_revert
 from distilld.actions.passes import locked_pass
 from distilld.engine.passes.gc import apply as gc_engine
@@ -23,7 +24,7 @@ from distilld.store.invariants import check_store
 from distilld.store.ledger import merge_ledgers
 from distilld.store.snapshot import take_snapshot
 from distilld.store.text import sha256_hex, sha256_norm_hex
-from hostile import HERON_ENTRY, busy_store
+from hostile import HERON_ENTRY, HERON_RAW, busy_store
 
 POLICY = load_policy()
 MANIFESTS = "data/gc-manifests"
@@ -74,16 +75,18 @@ def meanwhile(monkeypatch: pytest.MonkeyPatch, happen: Callable[[], object]) -> 
 
 def test_a_source_changed_since_the_plan_is_not_moved(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     meanwhile(monkeypatch, lambda: (store / "projects/heron.md").write_bytes(b"# Heron, edited by an agent\n"))
-    with pytest.raises(RecoveryStopped, match="changed since the plan was made"):
+    with pytest.raises(RecoveryStopped) as stopped:
         run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == "projects/heron.md changed since the plan was made; stopped (run gc again)"
     assert (store / "projects/heron.md").exists() and not (store / "archive/projects/heron.md").exists()
 
 
 def test_a_target_that_appeared_since_the_plan_is_never_overwritten(store: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     meanwhile(monkeypatch, lambda: (store / "archive/projects/heron.md").write_bytes(b"an old client's copy\n"))
-    with pytest.raises(RecoveryStopped, match="already exists"):
+    with pytest.raises(RecoveryStopped) as stopped:
         run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == "archive/projects/heron.md already exists; stopped before moving projects/heron.md"
     assert (store / "archive/projects/heron.md").read_bytes() == b"an old client's copy\n"
 
 
@@ -116,16 +119,40 @@ def test_recovery_finishes_a_move_whose_ledger_line_matches(store: Path) -> None
 def test_recovery_refuses_a_ledger_line_whose_sha_differs_from_the_manifest(store: Path) -> None:
     half_done_manifest(store, "f" * 64)
     spine = (store / "SPINE.md").read_bytes()
-    with pytest.raises(RecoveryStopped, match="archived but the ledger has no line for it"):
+    with pytest.raises(RecoveryStopped) as stopped:
         run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == "archive/projects/heron.md is archived but the ledger has no line for it; stopped"
     assert (store / "SPINE.md").read_bytes() == spine
 
 
 def test_recovery_stops_on_a_state_it_cannot_explain(store: Path) -> None:
     half_done_manifest(store, sha256_hex((store / "projects/heron.md").read_bytes()))
-    (store / "projects/heron.md").write_bytes(b"# a stub an old client re-created\n")
-    with pytest.raises(RecoveryStopped, match="cannot recover projects/heron.md"):
+    raw, stub = (store / "archive/projects/heron.md").read_bytes(), b"# a stub an old client re-created\n"
+    (store / "projects/heron.md").write_bytes(stub)
+    with pytest.raises(RecoveryStopped) as stopped:
         run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == (
+        f"{store / MANIFESTS / '20261130T120000Z.json'}: cannot recover projects/heron.md: source sha "
+        f"{sha256_hex(stub)}, archived sha {sha256_hex(raw)}, manifest sha "
+        f"{sha256_hex(raw)}. Nothing more was changed; compare the files with the ledger (an older client may "
+        "have re-created a stub).")
+
+
+def test_a_breach_from_before_is_reported_not_failed_by_recovery_revert_and_apply(store: Path) -> None:
+    deploy = store / "ops/deploy.md"
+    deploy.write_bytes(deploy.read_bytes() + b"".join(b"- deploy note %d.\n" % n for n in range(120)))
+    StoreBuilder(store).rebuild_catalog()
+    half_done_manifest(store, sha256_hex((store / "projects/heron.md").read_bytes()))
+
+    def breaches(outcome: gc_engine.GcOutcome | None) -> list[str | None]:
+        assert outcome is not None and outcome.self_check == []
+        return sorted({f.path for f in outcome.still_over_budget})
+
+    assert breaches(run_gc_apply(store, POLICY, now).recovery) == ["ops/deploy.md"]
+    assert breaches(run_gc_revert(store, POLICY, now, None).outcome) == ["ops/deploy.md"]
+    report = run_gc_apply(store, POLICY, now)
+    assert report.outcome is not None and report.outcome.moved == ["projects/heron.md"]
+    assert breaches(report.outcome) == ["ops/deploy.md"]
 
 
 def test_a_move_that_never_completed_is_recorded_once_even_when_killed_before_its_flag(store: Path) -> None:
@@ -149,6 +176,91 @@ def test_a_move_that_never_completed_is_recorded_once_even_when_killed_before_it
     assert recover() == ["projects/heron.md"]
     assert [line for line in ledger_lines(store) if "reason: move never completed" in line] == never
     assert (store / "projects/heron.md").read_bytes().endswith(b"- a line written after the kill\n")
+
+
+PLOVER_RAW = HERON_RAW.replace(b"Heron", b"Plover").replace(b"heron", b"plover")
+PLOVER_ENTRY = HERON_ENTRY.replace("Heron", "Plover").replace("heron", "plover")
+
+
+def add_stale_plover(store: Path) -> None:
+    """A second stale project file beside heron, with its SPINE entry."""
+    (store / "projects/plover.md").write_bytes(PLOVER_RAW)
+    spine = (store / "SPINE.md").read_text()
+    (store / "SPINE.md").write_text(spine.replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{PLOVER_ENTRY}\n"))
+    StoreBuilder(store).rebuild_catalog()
+
+
+def test_recovery_goes_past_a_done_move_to_finish_the_next(store: Path) -> None:
+    # One manifest of two moves, killed after the second file was moved, before its SPINE edit.
+    add_stale_plover(store)
+    run_gc_apply(store, POLICY, now)
+    manifest = next((store / MANIFESTS).glob("*.json"))
+    data = json.loads(manifest.read_text())
+    assert [m["from"] for m in data["moves"]] == ["projects/heron.md", "projects/plover.md"]
+    data["moves"][1]["done"], data["finished"] = False, False
+    manifest.write_text(json.dumps(data))
+    spine = (store / "SPINE.md").read_text()
+    (store / "SPINE.md").write_text(spine.replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{PLOVER_ENTRY}\n"))
+
+    with locked_pass(store, POLICY, now) as ctx:
+        outcome = gc_engine.recover_gc(ctx)
+
+    assert outcome.recovered == ["projects/plover.md"] and outcome.self_check == []
+    assert PLOVER_ENTRY not in (store / "SPINE.md").read_text()
+    assert all(m["done"] for m in json.loads(manifest.read_text())["moves"])
+
+
+def test_recovery_finishes_every_interrupted_revert(store: Path) -> None:
+    # Two gc passes, each revert killed right after it flagged its manifest "reverting": the
+    # next command finishes both before anything else, and reports every file it put back.
+    run_gc_apply(store, POLICY, now)
+    add_stale_plover(store)
+    run_gc_apply(store, POLICY, now)
+    manifests = sorted((store / MANIFESTS).glob("*.json"))
+    assert len(manifests) == 2
+    for manifest in manifests:
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "reverting": True}))
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.recovery is not None and report.recovery.reverted == ["projects/heron.md", "projects/plover.md"]
+    assert report.outcome is None  # the newest manifest was reverted by the recovery already
+    assert (store / "projects/heron.md").read_bytes() == HERON_RAW
+    assert (store / "projects/plover.md").read_bytes() == PLOVER_RAW
+    assert not (store / "archive/projects/heron.md").exists() and not (store / "archive/projects/plover.md").exists()
+    spine = (store / "SPINE.md").read_text()
+    assert HERON_ENTRY in spine and PLOVER_ENTRY in spine
+    assert [line.split(" | ")[1] for line in ledger_lines(store)[-2:]] == [
+        "from: archive/projects/heron.md", "from: archive/projects/plover.md"]
+    assert all(json.loads(m.read_text())["reverted"] for m in manifests)
+
+
+def fsynced_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every file or folder synced from now on, a temp file under the name it gets."""
+    synced: list[str] = []
+    real = os.fsync
+
+    def recording(fd: int) -> None:
+        name = Path(os.readlink(f"/proc/self/fd/{fd}")).name
+        synced.append(name.split(".distilld-tmp.")[0].removeprefix(".") if ".distilld-tmp." in name else name)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    return synced
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name a synced file")
+def test_the_spine_edit_is_on_disk_before_the_move_is_flagged_done(store: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # A power cut after the done flag must not find the SPINE still pointing at the moved file:
+    # recovery skips a move flagged done, so the pointer would stay for good.
+    synced = fsynced_names(monkeypatch)
+    report = run_gc_apply(store, POLICY, now)
+    assert report.outcome is not None and report.outcome.manifest is not None
+    manifest = report.outcome.manifest.name
+    assert "SPINE.md" in synced
+    last_flag = len(synced) - 1 - synced[::-1].index(manifest)
+    assert synced.index("SPINE.md") < last_flag
 
 
 # -- gc revert ---------------------------------------------------------------------------------------
@@ -175,6 +287,34 @@ def test_a_revert_after_a_real_edit_writes_restore_modified(store: Path) -> None
     archived.write_bytes(archived.read_bytes() + b"- a line added in the archive\n")
     run_gc_revert(store, POLICY, now, None)
     assert " restore (modified) | from: archive/projects/heron.md" in ledger_lines(store)[-1]
+
+
+def test_a_revert_never_overwrites_a_file_re_created_since_the_gc(store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    (store / "projects/heron.md").write_bytes(b"# Heron, written again by an agent\n")
+    archived = (store / "archive/projects/heron.md").read_bytes()
+    ledger = (store / "archive/LEDGER.md").read_bytes()
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_revert(store, POLICY, now, None)
+    assert str(stopped.value) == "cannot revert projects/heron.md: expected it in archive/projects/heron.md only"
+    assert (store / "projects/heron.md").read_bytes() == b"# Heron, written again by an agent\n"
+    assert (store / "archive/projects/heron.md").read_bytes() == archived
+    assert (store / "archive/LEDGER.md").read_bytes() == ledger
+
+
+def test_a_revert_whose_file_is_gone_from_both_places_stops(store: Path) -> None:
+    # Killed after the revert's restore line, before the move back; then the archived copy was deleted.
+    run_gc_apply(store, POLICY, now)
+    manifest = next((store / MANIFESTS).glob("*.json"))
+    with open(store / "archive/LEDGER.md", "a") as ledger:
+        ledger.write(f"- 2026-11-30T12:00:00Z restore | from: archive/projects/heron.md | to: projects/heron.md"
+                     f" | reason: revert {manifest.name}\n")
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "reverting": True}))
+    (store / "archive/projects/heron.md").unlink()
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_revert(store, POLICY, now, None)
+    assert str(stopped.value) == "cannot revert projects/heron.md: neither it nor archive/projects/heron.md exists"
+    assert json.loads(manifest.read_text()).get("reverted") is None
 
 
 @pytest.mark.parametrize("where", ["outside", "subfolder", "sibling-name"])
