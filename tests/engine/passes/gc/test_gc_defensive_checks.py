@@ -17,6 +17,7 @@ import pytest
 from builders import FIXED_NOW, KESTREL_ENTRY, StoreBuilder, healthy_store
 from distilld.actions.gc import run_gc_apply, run_gc_revert
 from distilld.actions.passes import locked_pass
+from distilld.actions.restore import run_restore
 from distilld.engine.passes.gc import apply as gc_engine
 from distilld.engine.passes.gc.apply import GcRefused, RecoveryStopped
 from distilld.policy import load_policy
@@ -235,6 +236,35 @@ def test_recovery_finishes_every_interrupted_revert(store: Path) -> None:
     assert all(json.loads(m.read_text())["reverted"] for m in manifests)
 
 
+class Killed(Exception):
+    """Stands for a kill at a write boundary, in process."""
+
+
+def test_a_revert_cut_after_its_first_file_puts_the_rest_back_on_the_next_run(store: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    add_stale_plover(store)
+    run_gc_apply(store, POLICY, now)
+
+    def kill_at(boundary: str) -> None:
+        if boundary == "manifest-marked":
+            raise Killed(boundary)
+
+    monkeypatch.setattr(gc_engine, "crashpoint", kill_at)
+    with pytest.raises(Killed):
+        run_gc_revert(store, POLICY, now, None)  # newest first: plover is back, heron not yet
+    monkeypatch.undo()
+    assert (store / "projects/plover.md").exists() and not (store / "projects/heron.md").exists()
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.recovery is not None and report.recovery.reverted == ["projects/heron.md"]
+    assert (store / "projects/heron.md").read_bytes() == HERON_RAW
+    assert (store / "projects/plover.md").read_bytes() == PLOVER_RAW
+    moves = json.loads(next((store / MANIFESTS).glob("*.json")).read_text())["moves"]
+    assert [m.get("reverted") for m in moves] == [True, True]
+    assert len([line for line in ledger_lines(store) if " restore | " in line]) == 2
+
+
 def fsynced_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The name of every file or folder synced from now on, a temp file under the name it gets."""
     synced: list[str] = []
@@ -300,6 +330,39 @@ def test_a_revert_never_overwrites_a_file_re_created_since_the_gc(store: Path) -
     assert (store / "projects/heron.md").read_bytes() == b"# Heron, written again by an agent\n"
     assert (store / "archive/projects/heron.md").read_bytes() == archived
     assert (store / "archive/LEDGER.md").read_bytes() == ledger
+
+
+def test_a_revert_of_a_file_restored_meanwhile_only_sees_to_its_flag(store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    run_restore(store, "projects/heron.md", POLICY, now)
+    restored = (store / "projects/heron.md").read_bytes()
+    ledger = (store / "archive/LEDGER.md").read_bytes()
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.outcome is not None and report.outcome.reverted == ["projects/heron.md"]
+    assert report.outcome.self_check == []
+    assert (store / "projects/heron.md").read_bytes() == restored
+    assert (store / "archive/LEDGER.md").read_bytes() == ledger  # restored once, recorded once
+
+
+def test_a_resumed_revert_stops_on_a_file_re_created_after_its_ledger_line(store: Path) -> None:
+    # Killed after the revert's restore line, before the move back; then an agent wrote the
+    # file again. Reporting it reverted would leave it both active and archived for good.
+    run_gc_apply(store, POLICY, now)
+    manifest = next((store / MANIFESTS).glob("*.json"))
+    with open(store / "archive/LEDGER.md", "a") as ledger:
+        ledger.write(f"- 2026-11-30T12:00:00Z restore | from: archive/projects/heron.md | to: projects/heron.md"
+                     f" | reason: revert {manifest.name}\n")
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "reverting": True}))
+    (store / "projects/heron.md").write_bytes(b"# Heron, written again by an agent\n")
+    archived = (store / "archive/projects/heron.md").read_bytes()
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_revert(store, POLICY, now, None)
+    assert str(stopped.value) == "cannot revert projects/heron.md: expected it in archive/projects/heron.md only"
+    assert (store / "projects/heron.md").read_bytes() == b"# Heron, written again by an agent\n"
+    assert (store / "archive/projects/heron.md").read_bytes() == archived
+    assert json.loads(manifest.read_text()).get("reverted") is None  # still to finish, once resolved
 
 
 def test_a_revert_whose_file_is_gone_from_both_places_stops(store: Path) -> None:
