@@ -172,6 +172,8 @@ def test_a_move_that_never_completed_is_recorded_once_even_when_killed_before_it
     assert recover() == ["projects/heron.md"]
     never = [line for line in ledger_lines(store) if "reason: move never completed" in line]
     assert len(never) == 1 and "from: archive/projects/heron.md" in never[0]
+    assert json.loads((store / MANIFESTS / "20261130T120000Z.json").read_text())["moves"][0]["abandoned"] is True
+    assert gc_engine.unfinished_manifests(store) == []  # settled: the next pass does not recover it again
     # As a kill right after that line and before the manifest's flag would leave it:
     (store / MANIFESTS / "20261130T120000Z.json").write_text(manifest)
     assert recover() == ["projects/heron.md"]
