@@ -267,6 +267,31 @@ def test_a_revert_cut_after_its_first_file_puts_the_rest_back_on_the_next_run(st
     assert len([line for line in ledger_lines(store) if " restore | " in line]) == 2
 
 
+def test_a_gc_killed_after_its_last_move_rebuilds_the_catalog_on_the_next_run(store: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from distilld.engine.passes.gc import manifest as manifest_module
+
+    def kill_at(boundary: str) -> None:
+        if boundary == "manifest-marked":
+            raise Killed(boundary)
+
+    catalog = (store / "CATALOG.md").read_bytes()
+    monkeypatch.setattr(manifest_module, "crashpoint", kill_at)
+    with pytest.raises(Killed):
+        run_gc_apply(store, POLICY, now)  # heron moved and flagged done; the catalog not yet rebuilt
+    monkeypatch.undo()
+    manifest = next((store / MANIFESTS).glob("*.json"))
+    assert json.loads(manifest.read_text())["finished"] is False
+    assert (store / "CATALOG.md").read_bytes() == catalog
+
+    report = run_gc_apply(store, POLICY, now)
+
+    assert report.recovery is not None and report.recovery.self_check == []
+    rebuilt = (store / "CATALOG.md").read_bytes()
+    assert rebuilt != catalog and b"archive/projects/heron.md" in rebuilt
+    assert json.loads(manifest.read_text())["finished"] is True
+
+
 def fsynced_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The name of every file or folder synced from now on, a temp file under the name it gets."""
     synced: list[str] = []
