@@ -110,6 +110,24 @@ def half_done_manifest(store: Path, ledger_sha: str) -> None:
         {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": False}))
 
 
+@pytest.mark.parametrize(("given", "recorded"), [
+    ({"reason": "no activity for 213 days (threshold 90)"}, "no activity for 213 days (threshold 90)"),
+    ({}, "no activity past the staleness threshold"),  # a manifest of a client that writes no reason
+])
+def test_a_move_killed_before_its_ledger_line_is_recorded_with_the_manifests_reason(
+        store: Path, given: dict[str, str], recorded: str) -> None:
+    raw = (store / "projects/heron.md").read_bytes()
+    move = {"from": "projects/heron.md", "to": "archive/projects/heron.md", "sha256": sha256_hex(raw),
+            "sha256_norm": sha256_norm_hex(raw), "spine_entry": HERON_ENTRY, "done": False, **given}
+    (store / MANIFESTS).mkdir(parents=True)
+    (store / MANIFESTS / "20261130T120000Z.json").write_text(json.dumps(
+        {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": False}))
+    report = run_gc_apply(store, POLICY, now)
+    assert report.recovery is not None and report.recovery.recovered == ["projects/heron.md"]
+    line = ledger_lines(store)[-1]
+    assert " archive | from: projects/heron.md | " in line and f" | reason: {recorded} | " in line
+
+
 def test_recovery_finishes_a_move_whose_ledger_line_matches(store: Path) -> None:
     half_done_manifest(store, sha256_hex((store / "projects/heron.md").read_bytes()))
     report = run_gc_apply(store, POLICY, now)
