@@ -111,14 +111,14 @@ def half_done_manifest(store: Path, ledger_sha: str) -> None:
 
 
 @pytest.mark.parametrize(("given", "recorded"), [
-    ({"reason": "no activity for 213 days (threshold 90)"}, "no activity for 213 days (threshold 90)"),
-    ({}, "no activity past the staleness threshold"),  # a manifest of a client that writes no reason
+    ({"reason": "no activity for 213 days (threshold 90)", "done": False}, "no activity for 213 days (threshold 90)"),
+    ({}, "no activity past the staleness threshold"),  # a client that writes no reason, and no flag until done
 ])
 def test_a_move_killed_before_its_ledger_line_is_recorded_with_the_manifests_reason(
         store: Path, given: dict[str, str], recorded: str) -> None:
     raw = (store / "projects/heron.md").read_bytes()
     move = {"from": "projects/heron.md", "to": "archive/projects/heron.md", "sha256": sha256_hex(raw),
-            "sha256_norm": sha256_norm_hex(raw), "spine_entry": HERON_ENTRY, "done": False, **given}
+            "sha256_norm": sha256_norm_hex(raw), "spine_entry": HERON_ENTRY, **given}
     (store / MANIFESTS).mkdir(parents=True)
     (store / MANIFESTS / "20261130T120000Z.json").write_text(json.dumps(
         {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": False}))
