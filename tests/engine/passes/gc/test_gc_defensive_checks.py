@@ -20,6 +20,7 @@ from distilld.actions.passes import locked_pass
 from distilld.actions.restore import run_restore
 from distilld.engine.passes.gc import apply as gc_engine
 from distilld.engine.passes.gc.apply import GcRefused, RecoveryStopped
+from distilld.engine.passes.gc.manifest import ManifestError
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.ledger import merge_ledgers
@@ -336,6 +337,22 @@ def test_the_spine_edit_is_on_disk_before_the_move_is_flagged_done(store: Path,
     assert "SPINE.md" in synced
     last_flag = len(synced) - 1 - synced[::-1].index(manifest)
     assert synced.index("SPINE.md") < last_flag
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    ("not json", "Expecting value: line 1 column 1 (char 0)"),
+    ('{"ts": "2026-11-30T12:00:00Z"}', "'moves'"),
+])
+def test_an_unreadable_manifest_stops_gc_and_says_what_to_do(store: Path, content: str, why: str) -> None:
+    (store / MANIFESTS).mkdir(parents=True)
+    (store / MANIFESTS / "20261130T120000Z.json").write_text(content)
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
+    with pytest.raises(ManifestError) as stopped:
+        run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == (f"{store / MANIFESTS / '20261130T120000Z.json'}: not a readable gc manifest "
+                                  f"({why}); move it out of data/gc-manifests/ after checking the ledger, then "
+                                  "run gc again")
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before
 
 
 # -- gc revert ---------------------------------------------------------------------------------------
