@@ -261,16 +261,18 @@ class Killed(Exception):
     """Stands for a kill at a write boundary, in process."""
 
 
+def kill_at_a_flag(boundary: str) -> None:
+    """In place of ``crashpoint``: killed once a manifest flag is written."""
+    if boundary == "manifest-marked":
+        raise Killed(boundary)
+
+
 def test_a_revert_cut_after_its_first_file_puts_the_rest_back_on_the_next_run(store: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     add_stale_plover(store)
     run_gc_apply(store, POLICY, now)
 
-    def kill_at(boundary: str) -> None:
-        if boundary == "manifest-marked":
-            raise Killed(boundary)
-
-    monkeypatch.setattr(gc_engine, "crashpoint", kill_at)
+    monkeypatch.setattr(gc_engine, "crashpoint", kill_at_a_flag)
     with pytest.raises(Killed):
         run_gc_revert(store, POLICY, now, None)  # newest first: plover is back, heron not yet
     monkeypatch.undo()
@@ -290,12 +292,8 @@ def test_a_gc_killed_after_its_last_move_rebuilds_the_catalog_on_the_next_run(st
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from distilld.engine.passes.gc import manifest as manifest_module
 
-    def kill_at(boundary: str) -> None:
-        if boundary == "manifest-marked":
-            raise Killed(boundary)
-
     catalog = (store / "CATALOG.md").read_bytes()
-    monkeypatch.setattr(manifest_module, "crashpoint", kill_at)
+    monkeypatch.setattr(manifest_module, "crashpoint", kill_at_a_flag)
     with pytest.raises(Killed):
         run_gc_apply(store, POLICY, now)  # heron moved and flagged done; the catalog not yet rebuilt
     monkeypatch.undo()
@@ -408,15 +406,21 @@ def test_a_revert_of_a_file_restored_meanwhile_only_sees_to_its_flag(store: Path
     assert (store / "archive/LEDGER.md").read_bytes() == ledger  # restored once, recorded once
 
 
-def test_a_resumed_revert_stops_on_a_file_re_created_after_its_ledger_line(store: Path) -> None:
-    # Killed after the revert's restore line, before the move back; then an agent wrote the
-    # file again. Reporting it reverted would leave it both active and archived for good.
+def revert_killed_after_its_ledger_line(store: Path) -> Path:
+    """heron archived by gc, then its revert killed after the restore line, before the move back."""
     run_gc_apply(store, POLICY, now)
     manifest = next((store / MANIFESTS).glob("*.json"))
     with open(store / "archive/LEDGER.md", "a") as ledger:
         ledger.write(f"- 2026-11-30T12:00:00Z restore | from: archive/projects/heron.md | to: projects/heron.md"
                      f" | reason: revert {manifest.name}\n")
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "reverting": True}))
+    return manifest
+
+
+def test_a_resumed_revert_stops_on_a_file_re_created_after_its_ledger_line(store: Path) -> None:
+    manifest = revert_killed_after_its_ledger_line(store)
+    # then an agent wrote the file again: reporting it reverted would leave it both active and
+    # archived for good
     (store / "projects/heron.md").write_bytes(b"# Heron, written again by an agent\n")
     archived = (store / "archive/projects/heron.md").read_bytes()
     with pytest.raises(RecoveryStopped) as stopped:
@@ -428,13 +432,7 @@ def test_a_resumed_revert_stops_on_a_file_re_created_after_its_ledger_line(store
 
 
 def test_a_revert_whose_file_is_gone_from_both_places_stops(store: Path) -> None:
-    # Killed after the revert's restore line, before the move back; then the archived copy was deleted.
-    run_gc_apply(store, POLICY, now)
-    manifest = next((store / MANIFESTS).glob("*.json"))
-    with open(store / "archive/LEDGER.md", "a") as ledger:
-        ledger.write(f"- 2026-11-30T12:00:00Z restore | from: archive/projects/heron.md | to: projects/heron.md"
-                     f" | reason: revert {manifest.name}\n")
-    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "reverting": True}))
+    manifest = revert_killed_after_its_ledger_line(store)  # then the archived copy was deleted
     (store / "archive/projects/heron.md").unlink()
     with pytest.raises(RecoveryStopped) as stopped:
         run_gc_revert(store, POLICY, now, None)
