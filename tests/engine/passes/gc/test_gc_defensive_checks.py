@@ -158,6 +158,23 @@ def test_recovery_stops_on_a_state_it_cannot_explain(store: Path) -> None:
         "have re-created a stub).")
 
 
+def test_recovery_stops_on_a_file_edited_after_a_kill_before_its_ledger_line(store: Path) -> None:
+    raw = (store / "projects/heron.md").read_bytes()
+    move = {"from": "projects/heron.md", "to": "archive/projects/heron.md", "sha256": sha256_hex(raw),
+            "sha256_norm": sha256_norm_hex(raw), "spine_entry": HERON_ENTRY, "done": False}
+    (store / MANIFESTS).mkdir(parents=True)
+    (store / MANIFESTS / "20261130T120000Z.json").write_text(json.dumps(
+        {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": False}))
+    edited = raw + b"- an edit made after the kill\n"
+    (store / "projects/heron.md").write_bytes(edited)
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_apply(store, POLICY, now)
+    assert str(stopped.value).startswith(
+        f"{store / MANIFESTS / '20261130T120000Z.json'}: cannot recover projects/heron.md: source sha "
+        f"{sha256_hex(edited)}, archived sha absent, manifest sha {sha256_hex(raw)}. ")
+    assert (store / "projects/heron.md").read_bytes() == edited
+
+
 def test_a_breach_from_before_is_reported_not_failed_by_recovery_revert_and_apply(store: Path) -> None:
     deploy = store / "ops/deploy.md"
     deploy.write_bytes(deploy.read_bytes() + b"".join(b"- deploy note %d.\n" % n for n in range(120)))
