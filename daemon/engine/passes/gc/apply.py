@@ -272,6 +272,8 @@ def _revert_step(ctx: PassContext, move: ManifestMove, reason: str) -> Step:
     and the SPINE entry."""
     source, target = ctx.root / move.source, ctx.root / move.target
     fs.finish_interrupted_move(target, source)
+    if source.exists() and target.exists():  # re-created since, even after this revert's ledger line
+        raise RecoveryStopped(f"cannot revert {move.source}: expected it in {move.target} only")
     ledger = take_ledger(ctx.root)
     last = ledger.last_event_by_path.get(move.source) if ledger else None
     # Restored meanwhile (by this revert before a crash, or by a user's restore): only the
@@ -281,7 +283,7 @@ def _revert_step(ctx: PassContext, move: ManifestMove, reason: str) -> Step:
     archived_sha = _sha(target)
     ops: list[Op] = []
     if not already:
-        if archived_sha is None or source.exists():
+        if archived_sha is None:  # and the file is not back either (both present stopped above)
             raise RecoveryStopped(f"cannot revert {move.source}: expected it in {move.target} only")
         modified = archived_sha != move.sha256 and sha256_norm_hex(target.read_bytes()) != move.sha256_norm
         ops.append(LedgerAppend(move.source, "restore", archived_sha, reason, modified=modified))

@@ -15,7 +15,7 @@ know these keys still see a valid manifest.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -148,6 +148,3 @@ def all_manifests(root: Path) -> list[Manifest]:
 def unfinished_manifests(root: Path) -> list[Manifest]:
     return [m for m in all_manifests(root) if m.unfinished]
 
-
-def manifest_dict(manifest: Manifest) -> dict[str, Any]:
-    return {"path": str(manifest.path), **asdict(manifest)}

@@ -7,23 +7,26 @@ Stores are built in tmp_path from ``busy_store`` (Rowan's store plus the stale H
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import FIXED_NOW, StoreBuilder, healthy_store
+from builders import FIXED_NOW, KESTREL_ENTRY, StoreBuilder, healthy_store
 from distilld.actions.gc import run_gc_apply, run_gc_revert
 from distilld.actions.passes import locked_pass
+from distilld.actions.restore import run_restore
 from distilld.engine.passes.gc import apply as gc_engine
 from distilld.engine.passes.gc.apply import GcRefused, RecoveryStopped
+from distilld.engine.passes.gc.manifest import ManifestError
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.ledger import merge_ledgers
 from distilld.store.snapshot import take_snapshot
 from distilld.store.text import sha256_hex, sha256_norm_hex
-from hostile import HERON_ENTRY, busy_store
+from hostile import HERON_ENTRY, HERON_RAW, busy_store
 
 POLICY = load_policy()
 MANIFESTS = "data/gc-manifests"
@@ -74,16 +77,18 @@ def meanwhile(monkeypatch: pytest.MonkeyPatch, happen: Callable[[], object]) -> 
 
 def test_a_source_changed_since_the_plan_is_not_moved(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     meanwhile(monkeypatch, lambda: (store / "projects/heron.md").write_bytes(b"# Heron, edited by an agent\n"))
-    with pytest.raises(RecoveryStopped, match="changed since the plan was made"):
+    with pytest.raises(RecoveryStopped) as stopped:
         run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == "projects/heron.md changed since the plan was made; stopped (run gc again)"
     assert (store / "projects/heron.md").exists() and not (store / "archive/projects/heron.md").exists()
 
 
 def test_a_target_that_appeared_since_the_plan_is_never_overwritten(store: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     meanwhile(monkeypatch, lambda: (store / "archive/projects/heron.md").write_bytes(b"an old client's copy\n"))
-    with pytest.raises(RecoveryStopped, match="already exists"):
+    with pytest.raises(RecoveryStopped) as stopped:
         run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == "archive/projects/heron.md already exists; stopped before moving projects/heron.md"
     assert (store / "archive/projects/heron.md").read_bytes() == b"an old client's copy\n"
 
 
@@ -106,6 +111,24 @@ def half_done_manifest(store: Path, ledger_sha: str) -> None:
         {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": False}))
 
 
+@pytest.mark.parametrize(("given", "recorded"), [
+    ({"reason": "no activity for 213 days (threshold 90)", "done": False}, "no activity for 213 days (threshold 90)"),
+    ({}, "no activity past the staleness threshold"),  # a client that writes no reason, and no flag until done
+])
+def test_a_move_killed_before_its_ledger_line_is_recorded_with_the_manifests_reason(
+        store: Path, given: dict[str, str], recorded: str) -> None:
+    raw = (store / "projects/heron.md").read_bytes()
+    move = {"from": "projects/heron.md", "to": "archive/projects/heron.md", "sha256": sha256_hex(raw),
+            "sha256_norm": sha256_norm_hex(raw), "spine_entry": HERON_ENTRY, **given}
+    (store / MANIFESTS).mkdir(parents=True)
+    (store / MANIFESTS / "20261130T120000Z.json").write_text(json.dumps(
+        {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": False}))
+    report = run_gc_apply(store, POLICY, now)
+    assert report.recovery is not None and report.recovery.recovered == ["projects/heron.md"]
+    line = ledger_lines(store)[-1]
+    assert " archive | from: projects/heron.md | " in line and f" | reason: {recorded} | " in line
+
+
 def test_recovery_finishes_a_move_whose_ledger_line_matches(store: Path) -> None:
     half_done_manifest(store, sha256_hex((store / "projects/heron.md").read_bytes()))
     report = run_gc_apply(store, POLICY, now)
@@ -116,16 +139,57 @@ def test_recovery_finishes_a_move_whose_ledger_line_matches(store: Path) -> None
 def test_recovery_refuses_a_ledger_line_whose_sha_differs_from_the_manifest(store: Path) -> None:
     half_done_manifest(store, "f" * 64)
     spine = (store / "SPINE.md").read_bytes()
-    with pytest.raises(RecoveryStopped, match="archived but the ledger has no line for it"):
+    with pytest.raises(RecoveryStopped) as stopped:
         run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == "archive/projects/heron.md is archived but the ledger has no line for it; stopped"
     assert (store / "SPINE.md").read_bytes() == spine
 
 
 def test_recovery_stops_on_a_state_it_cannot_explain(store: Path) -> None:
     half_done_manifest(store, sha256_hex((store / "projects/heron.md").read_bytes()))
-    (store / "projects/heron.md").write_bytes(b"# a stub an old client re-created\n")
-    with pytest.raises(RecoveryStopped, match="cannot recover projects/heron.md"):
+    raw, stub = (store / "archive/projects/heron.md").read_bytes(), b"# a stub an old client re-created\n"
+    (store / "projects/heron.md").write_bytes(stub)
+    with pytest.raises(RecoveryStopped) as stopped:
         run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == (
+        f"{store / MANIFESTS / '20261130T120000Z.json'}: cannot recover projects/heron.md: source sha "
+        f"{sha256_hex(stub)}, archived sha {sha256_hex(raw)}, manifest sha "
+        f"{sha256_hex(raw)}. Nothing more was changed; compare the files with the ledger (an older client may "
+        "have re-created a stub).")
+
+
+def test_recovery_stops_on_a_file_edited_after_a_kill_before_its_ledger_line(store: Path) -> None:
+    raw = (store / "projects/heron.md").read_bytes()
+    move = {"from": "projects/heron.md", "to": "archive/projects/heron.md", "sha256": sha256_hex(raw),
+            "sha256_norm": sha256_norm_hex(raw), "spine_entry": HERON_ENTRY, "done": False}
+    (store / MANIFESTS).mkdir(parents=True)
+    (store / MANIFESTS / "20261130T120000Z.json").write_text(json.dumps(
+        {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": False}))
+    edited = raw + b"- an edit made after the kill\n"
+    (store / "projects/heron.md").write_bytes(edited)
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_apply(store, POLICY, now)
+    assert str(stopped.value).startswith(
+        f"{store / MANIFESTS / '20261130T120000Z.json'}: cannot recover projects/heron.md: source sha "
+        f"{sha256_hex(edited)}, archived sha absent, manifest sha {sha256_hex(raw)}. ")
+    assert (store / "projects/heron.md").read_bytes() == edited
+
+
+def test_a_breach_from_before_is_reported_not_failed_by_recovery_revert_and_apply(store: Path) -> None:
+    deploy = store / "ops/deploy.md"
+    deploy.write_bytes(deploy.read_bytes() + b"".join(b"- deploy note %d.\n" % n for n in range(120)))
+    StoreBuilder(store).rebuild_catalog()
+    half_done_manifest(store, sha256_hex((store / "projects/heron.md").read_bytes()))
+
+    def breaches(outcome: gc_engine.GcOutcome | None) -> list[str | None]:
+        assert outcome is not None and outcome.self_check == []
+        return sorted({f.path for f in outcome.still_over_budget})
+
+    assert breaches(run_gc_apply(store, POLICY, now).recovery) == ["ops/deploy.md"]
+    assert breaches(run_gc_revert(store, POLICY, now, None).outcome) == ["ops/deploy.md"]
+    report = run_gc_apply(store, POLICY, now)
+    assert report.outcome is not None and report.outcome.moved == ["projects/heron.md"]
+    assert breaches(report.outcome) == ["ops/deploy.md"]
 
 
 def test_a_move_that_never_completed_is_recorded_once_even_when_killed_before_its_flag(store: Path) -> None:
@@ -144,11 +208,166 @@ def test_a_move_that_never_completed_is_recorded_once_even_when_killed_before_it
     assert recover() == ["projects/heron.md"]
     never = [line for line in ledger_lines(store) if "reason: move never completed" in line]
     assert len(never) == 1 and "from: archive/projects/heron.md" in never[0]
+    assert json.loads((store / MANIFESTS / "20261130T120000Z.json").read_text())["moves"][0]["abandoned"] is True
+    assert gc_engine.unfinished_manifests(store) == []  # settled: the next pass does not recover it again
     # As a kill right after that line and before the manifest's flag would leave it:
     (store / MANIFESTS / "20261130T120000Z.json").write_text(manifest)
     assert recover() == ["projects/heron.md"]
     assert [line for line in ledger_lines(store) if "reason: move never completed" in line] == never
     assert (store / "projects/heron.md").read_bytes().endswith(b"- a line written after the kill\n")
+
+
+PLOVER_RAW = HERON_RAW.replace(b"Heron", b"Plover").replace(b"heron", b"plover")
+PLOVER_ENTRY = HERON_ENTRY.replace("Heron", "Plover").replace("heron", "plover")
+
+
+def add_stale_plover(store: Path) -> None:
+    """A second stale project file beside heron, with its SPINE entry."""
+    (store / "projects/plover.md").write_bytes(PLOVER_RAW)
+    spine = (store / "SPINE.md").read_text()
+    (store / "SPINE.md").write_text(spine.replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{PLOVER_ENTRY}\n"))
+    StoreBuilder(store).rebuild_catalog()
+
+
+def test_recovery_goes_past_a_done_move_to_finish_the_next(store: Path) -> None:
+    # One manifest of two moves, killed after the second file was moved, before its SPINE edit.
+    add_stale_plover(store)
+    run_gc_apply(store, POLICY, now)
+    manifest = next((store / MANIFESTS).glob("*.json"))
+    data = json.loads(manifest.read_text())
+    assert [m["from"] for m in data["moves"]] == ["projects/heron.md", "projects/plover.md"]
+    data["moves"][1]["done"], data["finished"] = False, False
+    manifest.write_text(json.dumps(data))
+    spine = (store / "SPINE.md").read_text()
+    (store / "SPINE.md").write_text(spine.replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{PLOVER_ENTRY}\n"))
+
+    with locked_pass(store, POLICY, now) as ctx:
+        outcome = gc_engine.recover_gc(ctx)
+
+    assert outcome.recovered == ["projects/plover.md"] and outcome.self_check == []
+    assert PLOVER_ENTRY not in (store / "SPINE.md").read_text()
+    assert all(m["done"] for m in json.loads(manifest.read_text())["moves"])
+
+
+def test_recovery_finishes_every_interrupted_revert(store: Path) -> None:
+    # Two gc passes, each revert killed right after it flagged its manifest "reverting": the
+    # next command finishes both before anything else, and reports every file it put back.
+    run_gc_apply(store, POLICY, now)
+    add_stale_plover(store)
+    run_gc_apply(store, POLICY, now)
+    manifests = sorted((store / MANIFESTS).glob("*.json"))
+    assert len(manifests) == 2
+    for manifest in manifests:
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "reverting": True}))
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.recovery is not None and report.recovery.reverted == ["projects/heron.md", "projects/plover.md"]
+    assert report.outcome is None  # the newest manifest was reverted by the recovery already
+    assert (store / "projects/heron.md").read_bytes() == HERON_RAW
+    assert (store / "projects/plover.md").read_bytes() == PLOVER_RAW
+    assert not (store / "archive/projects/heron.md").exists() and not (store / "archive/projects/plover.md").exists()
+    spine = (store / "SPINE.md").read_text()
+    assert HERON_ENTRY in spine and PLOVER_ENTRY in spine
+    assert [line.split(" | ")[1] for line in ledger_lines(store)[-2:]] == [
+        "from: archive/projects/heron.md", "from: archive/projects/plover.md"]
+    assert all(json.loads(m.read_text())["reverted"] for m in manifests)
+
+
+class Killed(Exception):
+    """Stands for a kill at a write boundary, in process."""
+
+
+def kill_at_a_flag(boundary: str) -> None:
+    """In place of ``crashpoint``: killed once a manifest flag is written."""
+    if boundary == "manifest-marked":
+        raise Killed(boundary)
+
+
+def test_a_revert_cut_after_its_first_file_puts_the_rest_back_on_the_next_run(store: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    add_stale_plover(store)
+    run_gc_apply(store, POLICY, now)
+
+    monkeypatch.setattr(gc_engine, "crashpoint", kill_at_a_flag)
+    with pytest.raises(Killed):
+        run_gc_revert(store, POLICY, now, None)  # newest first: plover is back, heron not yet
+    monkeypatch.undo()
+    assert (store / "projects/plover.md").exists() and not (store / "projects/heron.md").exists()
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.recovery is not None and report.recovery.reverted == ["projects/heron.md"]
+    assert (store / "projects/heron.md").read_bytes() == HERON_RAW
+    assert (store / "projects/plover.md").read_bytes() == PLOVER_RAW
+    moves = json.loads(next((store / MANIFESTS).glob("*.json")).read_text())["moves"]
+    assert [m.get("reverted") for m in moves] == [True, True]
+    assert len([line for line in ledger_lines(store) if " restore | " in line]) == 2
+
+
+def test_a_gc_killed_after_its_last_move_rebuilds_the_catalog_on_the_next_run(store: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from distilld.engine.passes.gc import manifest as manifest_module
+
+    catalog = (store / "CATALOG.md").read_bytes()
+    monkeypatch.setattr(manifest_module, "crashpoint", kill_at_a_flag)
+    with pytest.raises(Killed):
+        run_gc_apply(store, POLICY, now)  # heron moved and flagged done; the catalog not yet rebuilt
+    monkeypatch.undo()
+    manifest = next((store / MANIFESTS).glob("*.json"))
+    assert json.loads(manifest.read_text())["finished"] is False
+    assert (store / "CATALOG.md").read_bytes() == catalog
+
+    report = run_gc_apply(store, POLICY, now)
+
+    assert report.recovery is not None and report.recovery.self_check == []
+    rebuilt = (store / "CATALOG.md").read_bytes()
+    assert rebuilt != catalog and b"archive/projects/heron.md" in rebuilt
+    assert json.loads(manifest.read_text())["finished"] is True
+
+
+def fsynced_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every file or folder synced from now on, a temp file under the name it gets."""
+    synced: list[str] = []
+    real = os.fsync
+
+    def recording(fd: int) -> None:
+        name = Path(os.readlink(f"/proc/self/fd/{fd}")).name
+        synced.append(name.split(".distilld-tmp.")[0].removeprefix(".") if ".distilld-tmp." in name else name)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    return synced
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name a synced file")
+def test_the_spine_edit_is_on_disk_before_the_move_is_flagged_done(store: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # A power cut after the done flag must not find the SPINE still pointing at the moved file:
+    # recovery skips a move flagged done, so the pointer would stay for good.
+    synced = fsynced_names(monkeypatch)
+    report = run_gc_apply(store, POLICY, now)
+    assert report.outcome is not None and report.outcome.manifest is not None
+    manifest = report.outcome.manifest.name
+    assert "SPINE.md" in synced
+    last_flag = len(synced) - 1 - synced[::-1].index(manifest)
+    assert synced.index("SPINE.md") < last_flag
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    ("not json", "Expecting value: line 1 column 1 (char 0)"),
+    ('{"ts": "2026-11-30T12:00:00Z"}', "'moves'"),
+])
+def test_an_unreadable_manifest_stops_gc_and_says_what_to_do(store: Path, content: str, why: str) -> None:
+    (store / MANIFESTS).mkdir(parents=True)
+    (store / MANIFESTS / "20261130T120000Z.json").write_text(content)
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
+    with pytest.raises(ManifestError) as stopped:
+        run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == (f"{store / MANIFESTS / '20261130T120000Z.json'}: not a readable gc manifest "
+                                  f"({why}); move it out of data/gc-manifests/ after checking the ledger, then "
+                                  "run gc again")
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before
 
 
 # -- gc revert ---------------------------------------------------------------------------------------
@@ -175,6 +394,67 @@ def test_a_revert_after_a_real_edit_writes_restore_modified(store: Path) -> None
     archived.write_bytes(archived.read_bytes() + b"- a line added in the archive\n")
     run_gc_revert(store, POLICY, now, None)
     assert " restore (modified) | from: archive/projects/heron.md" in ledger_lines(store)[-1]
+
+
+def test_a_revert_never_overwrites_a_file_re_created_since_the_gc(store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    (store / "projects/heron.md").write_bytes(b"# Heron, written again by an agent\n")
+    archived = (store / "archive/projects/heron.md").read_bytes()
+    ledger = (store / "archive/LEDGER.md").read_bytes()
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_revert(store, POLICY, now, None)
+    assert str(stopped.value) == "cannot revert projects/heron.md: expected it in archive/projects/heron.md only"
+    assert (store / "projects/heron.md").read_bytes() == b"# Heron, written again by an agent\n"
+    assert (store / "archive/projects/heron.md").read_bytes() == archived
+    assert (store / "archive/LEDGER.md").read_bytes() == ledger
+
+
+def test_a_revert_of_a_file_restored_meanwhile_only_sees_to_its_flag(store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    run_restore(store, "projects/heron.md", POLICY, now)
+    restored = (store / "projects/heron.md").read_bytes()
+    ledger = (store / "archive/LEDGER.md").read_bytes()
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.outcome is not None and report.outcome.reverted == ["projects/heron.md"]
+    assert report.outcome.self_check == []
+    assert (store / "projects/heron.md").read_bytes() == restored
+    assert (store / "archive/LEDGER.md").read_bytes() == ledger  # restored once, recorded once
+
+
+def revert_killed_after_its_ledger_line(store: Path) -> Path:
+    """heron archived by gc, then its revert killed after the restore line, before the move back."""
+    run_gc_apply(store, POLICY, now)
+    manifest = next((store / MANIFESTS).glob("*.json"))
+    with open(store / "archive/LEDGER.md", "a") as ledger:
+        ledger.write(f"- 2026-11-30T12:00:00Z restore | from: archive/projects/heron.md | to: projects/heron.md"
+                     f" | reason: revert {manifest.name}\n")
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "reverting": True}))
+    return manifest
+
+
+def test_a_resumed_revert_stops_on_a_file_re_created_after_its_ledger_line(store: Path) -> None:
+    manifest = revert_killed_after_its_ledger_line(store)
+    # then an agent wrote the file again: reporting it reverted would leave it both active and
+    # archived for good
+    (store / "projects/heron.md").write_bytes(b"# Heron, written again by an agent\n")
+    archived = (store / "archive/projects/heron.md").read_bytes()
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_revert(store, POLICY, now, None)
+    assert str(stopped.value) == "cannot revert projects/heron.md: expected it in archive/projects/heron.md only"
+    assert (store / "projects/heron.md").read_bytes() == b"# Heron, written again by an agent\n"
+    assert (store / "archive/projects/heron.md").read_bytes() == archived
+    assert json.loads(manifest.read_text()).get("reverted") is None  # still to finish, once resolved
+
+
+def test_a_revert_whose_file_is_gone_from_both_places_stops(store: Path) -> None:
+    manifest = revert_killed_after_its_ledger_line(store)  # then the archived copy was deleted
+    (store / "archive/projects/heron.md").unlink()
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_revert(store, POLICY, now, None)
+    assert str(stopped.value) == "cannot revert projects/heron.md: neither it nor archive/projects/heron.md exists"
+    assert json.loads(manifest.read_text()).get("reverted") is None
 
 
 @pytest.mark.parametrize("where", ["outside", "subfolder", "sibling-name"])
