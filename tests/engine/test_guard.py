@@ -51,6 +51,65 @@ def test_a_dead_distilld_of_this_host_is_taken_over_at_once(tmp_path: Path) -> N
     assert (tmp_path / ".status").read_text().startswith("running ")
 
 
+def test_a_lock_taken_fresh_or_abandoned_says_exactly_how(tmp_path: Path) -> None:
+    import logging
+
+    import structlog
+    from structlog.testing import capture_logs
+
+    free = StoreLock(tmp_path, "distilld.test.1").acquire(0)
+    assert (free.previous_owner, free.previous_age, free.abandoned, str(free)) == (None, None, None, "acquired")
+    StoreLock(tmp_path, "distilld.test.1").release()
+    owner = host_owner(dead_pid())
+    now = int(time.time())
+    write_lock(tmp_path, owner, now - 5)
+    before = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))  # a command drops info
+    try:
+        with capture_logs() as logged:
+            taken = StoreLock(tmp_path, "distilld.test.2", clock=lambda: now).acquire(0)
+    finally:
+        structlog.configure(**before)
+    assert str(taken) == f"acquired (took over abandoned lock from {owner}: {taken.abandoned})"
+    assert [(e["event"], e["previous_owner"], e["age_seconds"]) for e in logged] == \
+        [("lock.abandoned_taken_over", owner, 5)]
+
+
+def test_a_dead_owners_lock_at_exactly_the_stale_age_is_taken_over_as_stale(tmp_path: Path) -> None:
+    owner = host_owner(dead_pid())
+    now = int(time.time())
+    write_lock(tmp_path, owner, now - int(POLICY.lock.stale_seconds))
+    taken = StoreLock(tmp_path, "distilld.test.1", clock=lambda: now,
+                      stale_seconds=POLICY.lock.stale_seconds).acquire(0)
+    assert taken.kind is AcquireKind.TOOK_OVER and taken.abandoned is None
+    assert str(taken) == f"acquired (took over stale lock from {owner})"
+
+
+def test_a_status_that_cannot_be_written_gives_the_new_lock_back_and_says_so(tmp_path: Path) -> None:
+    from distilld.errors import LockIOError
+
+    (tmp_path / ".status").mkdir()  # a folder where the status line goes: it cannot be replaced
+    (tmp_path / ".status" / "x").write_text("x")
+    with pytest.raises(LockIOError) as caught:
+        StoreLock(tmp_path, "distilld.test.1").acquire(0)
+    assert str(caught.value).startswith(f"{tmp_path / '.status'}: cannot write the status (the lock was dropped)")
+    assert not (tmp_path / ".lock").exists()
+
+
+def test_why_a_wait_ran_out_names_a_fresh_holder_else_says_contended(tmp_path: Path) -> None:
+    now = int(time.time())
+    lock = StoreLock(tmp_path, "distilld.test.1", clock=lambda: now, stale_seconds=300)
+    fresh = lock._acquirer.held_error(LockLine("alpha", now - 10))
+    assert str(fresh) == (f"{tmp_path / '.lock'}: held by alpha for 10s (stale after 300s); another "
+                          "distillation is running, retry later")
+    assert (fresh.owner, fresh.age) == ("alpha", 10)
+    for seen in (LockLine("alpha", now - 400), LockLine("distilld.test.1", now - 10), None):
+        contended = lock._acquirer.held_error(seen)
+        assert str(contended) == (f"{tmp_path / '.lock'}: held (contended): other clients kept changing "
+                                  "the lock; retry later")
+        assert (contended.owner, contended.age) == (None, None)
+
+
 @pytest.mark.parametrize("owner", ["distill-session-7", "distilld.some-other-host.{pid}", "distilld.{host}.x1"])
 def test_foreign_locks_keep_the_stale_period(tmp_path: Path, owner: str) -> None:
     host = default_owner().split(".")[1]

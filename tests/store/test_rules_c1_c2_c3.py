@@ -9,6 +9,7 @@ escaped pipes, date-only stamps).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -49,10 +50,59 @@ def verdicts(found: list[Finding]) -> dict[str, str]:
     return {g: "FAIL" if fails(found, g) else "PASS" for g in GROUPS}
 
 
+# A finding's code and path are what `check --json` gives a program (and what the passes match
+# budget findings by): the code each message comes with, and the file it names ("" for its own).
+CODES: list[tuple[str, str, str]] = [
+    (r"SPINE has \d+ lines \(max \d+\)", "spine-lines", "SPINE.md"),
+    (r"SPINE is \d+ bytes \(max \d+\)", "spine-bytes", "SPINE.md"),
+    (r"entry over \d+ bytes \(\d+\): .*", "entry-bytes", "SPINE.md"),
+    (r"SPINE has no catalog line", "no-catalog-line", "SPINE.md"),
+    (r"SPINE pointer to missing file: (?P<path>.+)", "spine-missing-target", ""),
+    (r"active file has no SPINE pointer: (?P<path>.+)", "no-spine-pointer", ""),
+    (r"local/SPINE.md may point only inside local/: .+", "local-uncontained", "local/SPINE.md"),
+    (r"local/SPINE.md pointer to missing file: (?P<path>.+)", "local-missing-target", ""),
+    (r"file not in catalog: (?P<path>.+)", "not-in-catalog", ""),
+    (r"uncontained path in SPINE\.md: .+", "spine-uncontained", "SPINE.md"),
+    (r"uncontained path in CATALOG\.md: .+", "catalog-uncontained", "CATALOG.md"),
+    (r"unescaped ' \| ' inside a free-text field of CATALOG\.md .*", "catalog-unescaped-pipe", "CATALOG.md"),
+    (r"catalog validated date wrong for (?P<path>\S+) \(newest stamp .+\)", "catalog-validated-wrong", ""),
+    (r"catalog row lacks pinned for (?P<path>.+)", "catalog-lacks-pinned", ""),
+    (r"catalog row says pinned but (?P<path>\S+) is not", "catalog-false-pinned", ""),
+    (r"(?P<path>\S+) has no evidence_for", "evidence-no-target", ""),
+    (r"nested archive file labelled legacy: (?P<path>.+)", "nested-labelled-legacy", ""),
+    (r"archived row lacks 'from': (?P<path>.+)", "archived-row-no-from", ""),
+    (r"archived row lacks 'hook': (?P<path>.+)", "archived-row-no-hook", ""),
+    (r"archive/LEDGER\.md missing but (?P<path>\S+) is not legacy", "ledger-missing", ""),
+    (r"ledger says archived but tree disagrees: (?P<path>.+)", "ledger-tree-archived", ""),
+    (r"ledger says restored but tree disagrees: (?P<path>.+)", "ledger-tree-restored", ""),
+    (r"uncontained path in archive/LEDGER\.md (from|to): .+", "ledger-uncontained", "archive/LEDGER.md"),
+    (r"catalog has no rebuilt: stamp", "catalog-no-stamp", "CATALOG.md"),
+    (r"path exists both active and archived: (?P<path>.+)", "active-and-archived", ""),
+    (r"symlink in store: (?P<path>.+)", "symlink", ""),
+    (r"(?P<path>\S+) has \d+ lines \(max \d+\)", "file-lines", ""),
+    (r"uncontained path in (?P<path>\S+) split_from: .+", "split-from-uncontained", ""),
+    (r"(?P<path>\S+) split_from target missing: .+", "split-from-missing", ""),
+    (r"(?P<path>\S+) read_with must be an inline list \[a\.md, b\.md\]", "read-with-not-inline", ""),
+    (r"(?P<path>\S+) read_with into local/ overlay: .+", "read-with-local", ""),
+    (r"uncontained path in (?P<path>\S+) read_with: .+", "read-with-uncontained", ""),
+    (r"(?P<path>\S+) read_with target missing: .+", "read-with-missing", ""),
+]
+
+
+def assert_code_and_path(finding: Finding) -> None:
+    for pattern, code, path in CODES:
+        matched = re.fullmatch(pattern, finding.message)
+        if matched:
+            assert (finding.code, finding.path) == (code, path or matched.group("path")), finding
+            return
+
+
 def expect_only(root: Path, group: str, message: str) -> list[Finding]:
     """``message`` is a failure of ``group``; that group fails and every other group passes."""
     found = findings(root)
     assert message in fails(found, group), f"{message!r} not among {group} failures: {fails(found)}"
+    for finding in found:
+        assert_code_and_path(finding)
     expected = {g: "PASS" for g in GROUPS}
     expected[group] = "FAIL"
     assert verdicts(found) == expected, fails(found)
@@ -144,7 +194,23 @@ def test_c2_without_spine_still_judges_the_catalog(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     b.remove("SPINE.md")
     b.write("projects/lumen.md", "# Lumen\n")
-    assert fails(findings(tmp_path), "C2") == ["file not in catalog: projects/lumen.md"]
+    found = findings(tmp_path)
+    assert fails(found, "C2") == ["file not in catalog: projects/lumen.md"]
+    for finding in found:
+        assert_code_and_path(finding)
+    assert [f.code for f in found if f.group == "C2"] == ["not-in-catalog"]
+
+
+def test_a_pointer_group_joined_otherwise_is_a_c1_note_naming_its_line(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    spine = text_of(b, "SPINE.md").split("\n")
+    at = next(i for i, line in enumerate(spine) if line == KESTREL_ENTRY)
+    joined = KESTREL_ENTRY.replace(f" {EM} ", f", [Marlin](projects/marlin.md) {EM} ", 1)
+    edit(b, "SPINE.md", KESTREL_ENTRY + "\n", joined + "\n")
+    found = [f for f in findings(tmp_path) if f.code == "pointer-joiners"]
+    assert [(f.group, f.severity, f.path) for f in found] == [("C1", "note", "SPINE.md")]
+    assert found[0].message.startswith(f"SPINE.md line {at + 1} joins its pointers with something other than ' + '")
+    assert found[0].message.endswith("; `distilld compact` or `migrate` rewrites it")
 
 
 def pad_spine_lines(b: StoreBuilder, total: int, *, eol: str = "\n", final_newline: bool = True) -> None:
