@@ -45,7 +45,7 @@ def test_a_dead_distilld_of_this_host_is_taken_over_at_once(tmp_path: Path) -> N
     write_lock(tmp_path, owner, int(time.time()))  # fresh: 300 s would be left to wait
     result = StoreLock(tmp_path, "distilld.test.1").acquire(0)
     assert result.kind is AcquireKind.TOOK_OVER and result.previous_owner == owner
-    assert result.abandoned and "no longer runs" in result.abandoned
+    assert result.abandoned == f"its owner, process {owner.rsplit('.', 1)[1]} of this machine, no longer runs"
     assert "took over abandoned lock" in str(result)
     assert (tmp_path / ".lock").read_text().startswith("distilld.test.1 ")
     assert (tmp_path / ".status").read_text().startswith("running ")
@@ -110,6 +110,23 @@ def test_why_a_wait_ran_out_names_a_fresh_holder_else_says_contended(tmp_path: P
         assert (contended.owner, contended.age) == (None, None)
 
 
+def test_our_own_pid_and_pids_below_one_are_never_judged_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from distilld.engine.lock import pid_alive
+
+    # Our own pid, even in a lock older than this process: this process is no one's leftover.
+    assert abandoned_owner(LockLine(host_owner(os.getpid()), 1)) is None
+    signalled: list[tuple[int, int]] = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: signalled.append((pid, sig)))
+    assert pid_alive(0) and pid_alive(-1)  # a process group, or every process: never signalled
+    assert signalled == []
+
+    def refused(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(os, "kill", refused)
+    assert pid_alive(4242)  # another user's process runs; we may not signal it
+    assert abandoned_owner(LockLine(host_owner(4242), int(time.time()) + 5)) is None
+
+
 @pytest.mark.parametrize("owner", ["distill-session-7", "distilld.some-other-host.{pid}", "distilld.{host}.x1"])
 def test_foreign_locks_keep_the_stale_period(tmp_path: Path, owner: str) -> None:
     host = default_owner().split(".")[1]
@@ -127,13 +144,14 @@ def test_a_live_owner_keeps_its_lock_and_a_reused_pid_does_not(tmp_path: Path) -
         now = int(time.time())
         # Written after the child started: the child may be its writer, so the lock stands.
         assert abandoned_owner(LockLine(host_owner(child.pid), now + 5)) is None
+        assert child.poll() is None  # asking whether it runs sends it no signal
         write_lock(tmp_path, host_owner(child.pid), now + 5)
         with pytest.raises(LockHeld):
             StoreLock(tmp_path, "distilld.test.1").acquire(0)
         # Written long before the child started: that pid was reused, the writer is gone.
         reason = abandoned_owner(LockLine(host_owner(child.pid), now - 120))
         if Path("/proc/self/stat").exists():
-            assert reason is not None and "reused pid" in reason
+            assert reason == f"process {child.pid} of this machine started after the lock was written (a reused pid)"
     finally:
         child.kill()
         child.wait()
