@@ -86,6 +86,13 @@ CODES: list[tuple[str, str, str]] = [
     (r"(?P<path>\S+) read_with into local/ overlay: .+", "read-with-local", ""),
     (r"uncontained path in (?P<path>\S+) read_with: .+", "read-with-uncontained", ""),
     (r"(?P<path>\S+) read_with target missing: .+", "read-with-missing", ""),
+    (r"no ledger archive event for: (?P<path>\S+) \(unledgered: pending adoption by migrate-store\)",
+     "pending-adoption", ""),
+    (r"recall_count drift only \(tolerated\): (?P<path>.+)", "recall-count-drift", ""),
+    (r"catalog hook differs from ledger spine-entry hook: (?P<path>.+)", "catalog-hook-differs", ""),
+    (r"ledger sha256 does not match archived file: (?P<path>[^;]+)(; .*)?", "ledger-sha-mismatch", ""),
+    (r"malformed ledger line \(no leading date\): .*", "ledger-malformed", "archive/LEDGER.md"),
+    (r"ledger events out of order: .+", "ledger-out-of-order", "archive/LEDGER.md"),
 ]
 
 
@@ -835,6 +842,15 @@ def test_c2_10_unledgered_nested_archive_is_pending_adoption(tmp_path: Path, pat
     expect_only(tmp_path, "C2", f"no ledger archive event for: {path} (unledgered: pending adoption by migrate-store)")
 
 
+def test_c2_10_every_archived_file_is_checked_after_one_pending_adoption(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    b.write("archive/ops/runbook.md", "---\nscope: Old runbook\n---\n# Runbook\n").rebuild_catalog()
+    append(b, "archive/projects/marlin.md", "- changed after it was archived\n")
+    found = fails(findings(tmp_path), "C2")
+    assert "no ledger archive event for: archive/ops/runbook.md (unledgered: pending adoption by migrate-store)" in found
+    assert "ledger sha256 does not match archived file: archive/projects/marlin.md" in found
+
+
 def test_c2_10_archive_event_needs_to_followed_by_a_field(tmp_path: Path) -> None:
     # 3.3 item 10: the event is a line containing "| to: <a> |"; a line ending in its to: field has none.
     b = healthy_store(tmp_path)
@@ -936,6 +952,14 @@ def test_c2_11_malformed_line_without_leading_date(tmp_path: Path, line: str) ->
     # "<70 chars>" of the line (whether the leading "- " is shown is not pinned down by 3.3).
     assert shown in (line[:70], line[2:72])
     assert verdicts(found) == {"C1": "PASS", "C2": "FAIL", "C3": "PASS"}
+
+
+def test_c2_11_every_line_after_a_malformed_one_is_still_checked(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    b.append_ledger("- 2026/09/12 archive | moved by hand")
+    add_runbook_after_marlin(b, "2026-09-10T23:59:59Z")
+    found = fails(findings(tmp_path), "C2")
+    assert [m.split(":")[0] for m in found] == ["malformed ledger line (no leading date)", "ledger events out of order"]
 
 
 def test_c2_11_non_event_lines_are_free_text(tmp_path: Path) -> None:
