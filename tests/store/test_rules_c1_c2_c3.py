@@ -890,6 +890,9 @@ def test_c2_10_recall_count_drift_in_archive_is_a_note_and_passes(tmp_path: Path
     edit(b, "archive/projects/marlin.md", "---\nscope:", "---\nrecall_count: 3\nscope:")
     found = expect_pass(tmp_path)
     assert notes(found, "C2") == ["recall_count drift only (tolerated): archive/projects/marlin.md"]
+    for finding in found:
+        assert_code_and_path(finding)
+    assert "recall-count-drift" in [f.code for f in found]
 
 
 def test_c2_10_recall_count_outside_frontmatter_is_not_drift(tmp_path: Path) -> None:
@@ -1056,6 +1059,14 @@ def test_c2_11_uncontained_ledger_from(tmp_path: Path, path: str) -> None:
     found = findings(tmp_path)
     assert f"uncontained path in archive/LEDGER.md from: {path}" in fails(found, "C2")
     assert verdicts(found) == {"C1": "PASS", "C2": "FAIL", "C3": "PASS"}
+    for finding in found:
+        assert_code_and_path(finding)
+
+
+def test_c2_11_an_event_without_a_from_field_is_uncontained(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    b.append_ledger("- 2026-09-12T00:00:00Z archive | to: archive/projects/zed.md | reason: x")
+    assert "uncontained path in archive/LEDGER.md from: " in fails(findings(tmp_path), "C2")
 
 
 @pytest.mark.parametrize("path", ["archive/../projects/zed.md", "~/zed.md", "/archive/projects/zed.md", "archive\\zed.md", "archive/projects/z:ed.md"])
@@ -1065,6 +1076,8 @@ def test_c2_11_uncontained_ledger_to(tmp_path: Path, path: str) -> None:
     found = findings(tmp_path)
     assert f"uncontained path in archive/LEDGER.md to: {path}" in fails(found, "C2")
     assert verdicts(found) == {"C1": "PASS", "C2": "FAIL", "C3": "PASS"}
+    for finding in found:
+        assert_code_and_path(finding)
 
 
 @pytest.mark.parametrize(
@@ -1110,6 +1123,15 @@ def test_c2_12_ledger_says_restored_but_tree_disagrees(tmp_path: Path) -> None:
                     f" | sha256: {sha256_hex(raw)} | reason: user request")
     found = expect_only(tmp_path, "C2", "ledger says restored but tree disagrees: projects/marlin.md")
     assert "ledger says archived but tree disagrees: projects/marlin.md" not in fails(found)
+
+
+def test_c2_12_a_restored_file_in_neither_place_disagrees_with_the_ledger(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    raw = b.read("archive/projects/marlin.md")
+    b.append_ledger(f"- 2026-09-12T00:00:00Z restore | from: archive/projects/marlin.md | to: projects/marlin.md"
+                    f" | sha256: {sha256_hex(raw)} | reason: user request")
+    b.remove("archive/projects/marlin.md")
+    assert "ledger says restored but tree disagrees: projects/marlin.md" in fails(findings(tmp_path), "C2")
 
 
 @pytest.mark.parametrize("event", ["restore", "restore (modified)"])
