@@ -119,6 +119,7 @@ def test_our_own_pid_and_pids_below_one_are_never_judged_gone(monkeypatch: pytes
     monkeypatch.setattr(os, "kill", lambda pid, sig: signalled.append((pid, sig)))
     assert pid_alive(0) and pid_alive(-1)  # a process group, or every process: never signalled
     assert signalled == []
+    assert pid_alive(4242) and signalled == [(4242, 0)]  # asking is signal 0, which only checks
 
     def refused(pid: int, sig: int) -> None:
         raise PermissionError(1, "Operation not permitted")

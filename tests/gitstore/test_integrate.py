@@ -12,6 +12,7 @@ from typing import Any
 import pygit2
 import pytest
 from distilld.actions.sync import render_sync_text
+from distilld.gitstore import gitcli
 from distilld.gitstore.errors import GitBusy, GitStoreError
 from gitmachines import (
     GitCli,
@@ -245,6 +246,8 @@ def test_a_branch_created_while_a_machine_joins_is_not_overwritten(tmp_path: Pat
         git(b.root, "commit", "-q", "--allow-empty", "-m", "the user's first commit, meanwhile")
 
     monkeypatch.setattr(pygit2.Repository, "checkout_tree", checkout_then_user_commits)
+    # libgit2's first checkout (git's own, used when it is on PATH, is test_git_join_cli.py's).
+    monkeypatch.setattr(gitcli, "git_executable", lambda: None)
     with pytest.raises(GitBusy, match=f"^{re.escape(str(b.root))}: main appeared while syncing; retrying later$"):
         b.init()
     monkeypatch.undo()
