@@ -910,6 +910,13 @@ def test_c2_10_drift_without_sha256_norm_in_the_ledger_fails(tmp_path: Path) -> 
     expect_only(tmp_path, "C2", "ledger sha256 does not match archived file: archive/projects/marlin.md")
 
 
+def test_c2_10_a_row_and_an_entry_both_without_a_hook_do_not_differ(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    b.ledger([marlin_line(b, entry="- [Marlin](projects/marlin.md)")])
+    edit(b, "CATALOG.md", " | hook: Marlin reporting backfill, finished", "")
+    assert fails(findings(tmp_path), "C2") == ["archived row lacks 'hook': archive/projects/marlin.md"]
+
+
 def test_c2_10_catalog_hook_differs_from_ledger(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     edit(b, "CATALOG.md", "hook: Marlin reporting backfill, finished", "hook: Marlin backfill, finished")
