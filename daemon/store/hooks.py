@@ -16,7 +16,10 @@ What is kept, by priority, while it fits:
    names, identifiers), then the others in order; a clause's parenthetical aside is the first
    thing dropped when the whole clause does not fit;
 3. markers, "pinned" and other must-keep words the kept clauses lack, as a short clause;
-4. the distinctive words still missing, as a trailing ``keywords: a, b, c`` list.
+4. the distinctive words still missing, as a trailing ``keywords: a, b, c`` list: first the
+   rare terms of the entry's files, which tell it from every other entry (store/terms.py), then
+   the hook's own names. Where the lead clause would take most of the room, a hook of those
+   terms alone is weighed against it.
 
 Only links, which must never leave the SPINE, can make a hook longer than its limit.
 """
@@ -151,14 +154,17 @@ class _Draft:
 
 
 @lru_cache(maxsize=65536)
-def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = (), common: frozenset[str] = frozenset()) -> str:
+def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = (), common: frozenset[str] = frozenset(),
+               terms: tuple[str, ...] = ()) -> str:
     """A hook of at most ``limit`` bytes made of the old hook's clauses (see the module docstring).
 
     ``common`` holds phrases that many entries of the SPINE share: they tell a reader little
-    about which file to open, so they count for less and never become keywords."""
+    about which file to open, so they count for less and never become keywords. ``terms`` are
+    the rare terms of the entry's files, rarest first (store/terms.py): the keyword list
+    draws on them before the hook's other phrases."""
     if byte_len(hook) <= limit:
         return hook
-    out = _short_hook(hook, limit, must_keep, common)
+    out = _short_hook(hook, limit, must_keep, common, terms)
     links = [x for x in dict.fromkeys(LINK_RE.findall(hook)) if x not in _parse(hook.strip()).read]
     if byte_len(out) <= limit or not links:
         return out
@@ -166,7 +172,7 @@ def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = (), common: f
     # they leave, reading each link as its title, then name the links among the keywords.
     titled = LINK_RE.sub(lambda m: m.group(0)[1:m.group(0).index("](")], hook)
     reserve = byte_len(KEYWORDS) + sum(byte_len(x) + 2 for x in links) + 1
-    inner = _short_hook(titled, max(0, limit - reserve), must_keep, common)
+    inner = _short_hook(titled, max(0, limit - reserve), must_keep, common, terms)
     read = _parse(hook.strip()).read
     body = inner[:-len(read)].rstrip() if read and inner.endswith(read) else inner
     if KEYWORDS in body:
@@ -177,11 +183,12 @@ def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = (), common: f
     return " ".join(p for p in (body, read) if p)
 
 
-def _short_hook(hook: str, limit: int, must_keep: tuple[str, ...], common: frozenset[str]) -> str:
+def _short_hook(hook: str, limit: int, must_keep: tuple[str, ...], common: frozenset[str],
+                terms: tuple[str, ...]) -> str:
     parsed = _parse(hook.strip())
     base = _Draft(parsed, [])
     if base.size() > limit:  # the Read sentence alone is over the room
-        return _tiny_hook(hook, parsed, limit, must_keep, common)
+        return _tiny_hook(hook, parsed, limit, must_keep, common, terms)
     wanted = list(dict.fromkeys(MARKER_TEXT_RE.findall(hook)))
     wanted += [w for w in must_keep if w not in hook or (w == "pinned" and "pinned" not in parsed.read)]
     for word in wanted:  # markers and "pinned" are worth more than the lead clause's last words
@@ -190,6 +197,12 @@ def _short_hook(hook: str, limit: int, must_keep: tuple[str, ...], common: froze
             base.extras.pop()
     lead = parsed.lead
     bases = [base]
+    keywords_only: _Draft | None = None
+    if terms and lead is not None and 3 * byte_len(lead.aside_free or lead.text) > 2 * (limit - base.size()):
+        # The lead would take most of the room, or not fit: the files' rare names may tell a
+        # reader more. Then they stand alone; a later clause without its lead reads as a fragment.
+        keywords_only = _Draft(parsed, list(base.extras))
+        bases.append(keywords_only)
     if lead is not None:  # the lead names the subject: it stays, without its aside or cut if need be
         lighter = _Draft(parsed, list(base.extras))
         light = bool(lead.aside_free) and lighter.try_keep(lead.index, lead.aside_free, limit)
@@ -203,6 +216,10 @@ def _short_hook(hook: str, limit: int, must_keep: tuple[str, ...], common: froze
                 base.kept[lead.index] = cut
     body_text = " ".join(c.text + c.delim for c in (lead, *parsed.body) if c is not None)
     keys = distinctive_phrases(body_text)
+    # The rarest names of the files first (what tells this entry from the others), then the
+    # hook's own names and code, then its bare numbers and dates.
+    candidates = list(dict.fromkeys([*terms, *sorted(keys, key=_numeric)]))
+    rare = set(terms)
     ordered = _by_priority(parsed.body)
     best: tuple[tuple[int, int, int], str] | None = None
     for start in bases:
@@ -211,7 +228,7 @@ def _short_hook(hook: str, limit: int, must_keep: tuple[str, ...], common: froze
         draft = _Draft(parsed, list(start.extras))
         draft.kept = dict(start.kept)
         states = [dict(draft.kept)]
-        for clause in ordered:
+        for clause in ordered if start is not keywords_only else ():
             if draft.try_keep(clause.index, clause.text, limit) or (
                     clause.aside_free and draft.try_keep(clause.index, clause.aside_free, limit)):
                 states.append(dict(draft.kept))  # only a clause that was taken makes a new mix
@@ -224,27 +241,32 @@ def _short_hook(hook: str, limit: int, must_keep: tuple[str, ...], common: froze
             for link in LINK_RE.findall(hook):  # a link must stay, whatever it costs
                 if link not in text:
                     mix.keywords.append(link)
-            for key in sorted(keys, key=_numeric):  # names and code before bare numbers and dates
+            for key in candidates:
                 if key not in text and key not in mix.keywords and not key.startswith("[") and key not in common:
                     mix.try_keyword(key, limit)
             text = mix.render()
             # A whole clause reads better than a keyword: it counts as much as a rare phrase; a
             # phrase many entries share counts a quarter.
-            covered = sum(1 if key in common else 4 for key in keys if key in text)
-            score = (covered + 4 * len(mix.kept), covered, -len(mix.keywords))
+            covered = sum(1 if key in common and key not in rare else 4
+                          for key in dict.fromkeys([*keys, *terms]) if key in text)
+            # a clause cut short reads as a fragment: half a clause
+            whole = sum(2 if kept.endswith(ELLIPSIS) else 4 for kept in mix.kept.values())
+            score = (covered + whole, covered, -len(mix.keywords))
             if best is None or score > best[0]:
                 best = (score, text)
     assert best is not None
     return best[1]
 
 
-def _tiny_hook(hook: str, parsed: _Parsed, limit: int, must_keep: tuple[str, ...], common: frozenset[str]) -> str:
+def _tiny_hook(hook: str, parsed: _Parsed, limit: int, must_keep: tuple[str, ...], common: frozenset[str],
+               terms: tuple[str, ...]) -> str:
     """Room for less than the Read sentence: a cut "Read before…" tells a reader nothing, so
     the room goes to the rarest names (and "pinned", and any link, which must stay)."""
     links = LINK_RE.findall(hook)
     words = [w for w in must_keep if w not in links]
     lead_keys = distinctive_phrases(" ".join(c.text + c.delim for c in (parsed.lead, *parsed.body) if c))
-    ranked = sorted((k for k in lead_keys if not k.startswith("[")), key=lambda k: (k in common, _numeric(k)))
+    ranked = list(dict.fromkeys([*terms, *sorted((k for k in lead_keys if not k.startswith("[")),
+                                                 key=lambda k: (k in common, _numeric(k)))]))
     chosen: list[str] = []
     head = "; ".join(words) + ("; " if words else "") + KEYWORDS
     for key in ranked:
@@ -280,10 +302,11 @@ def _by_priority(body: tuple[Clause, ...]) -> list[Clause]:
 
 
 def short_entry(group: str, hook: str, limit: int, must_keep: tuple[str, ...] = (),
-                common: frozenset[str] = frozenset()) -> str:
+                common: frozenset[str] = frozenset(), terms: tuple[str, ...] = ()) -> str:
     """``- <group> — <short hook>`` within ``limit`` bytes (the group itself is never cut)."""
     head = f"- {group} \u2014 "
-    return rtrim(head + short_hook(hook, max(0, limit - byte_len(head)), must_keep, common))
+    fresh = tuple(t for t in terms if t not in group)  # the titles name it already
+    return rtrim(head + short_hook(hook, max(0, limit - byte_len(head)), must_keep, common, fresh))
 
 
 def common_phrases(hooks: list[str], share: int = 3) -> frozenset[str]:

@@ -18,12 +18,13 @@ from ....store.limits import Limits
 from ....store.paths import SPINE, TIERS, contained, is_nested_archive
 from ....store.spine import Pointer, Spine
 from ....store.split import Limit, split_knowledge_file
+from ....store.terms import StoreTerms
 from ....store.text import byte_len, sha256_hex
 from ....store.tierfile import KnowledgeFile, append_index_details
+from ...executor import FileWrite, Step
 from .continuation import bare_hook, child_summary, continuation_hook, continued_parent
 from .spine import SpineCompactor, SpineResult
 from .spine_model import Entry, SpineModel, format_group
-from ...executor import FileWrite, Step
 
 NUMBER_RE = re.compile(r"-([0-9]+)\.md$")
 DETAIL_OVERHEAD = (4, 60)  # lines and bytes an Index detail section adds besides the hook itself
@@ -102,6 +103,7 @@ class _Tree:
         self._known: dict[str, KnowledgeFile] = {}
         self._families: dict[str, list[str]] | None = None  # split children by parent, once asked for
         self._summaries: dict[str, str] = {}
+        self._terms: StoreTerms | None = None  # built once a hook is shortened
 
     def pinned(self, path: str) -> bool:
         if path not in self._pinned:
@@ -115,6 +117,7 @@ class _Tree:
         self._known.pop(path, None)
         self._families = None
         self._summaries.clear()
+        self._terms = None
 
     def summary(self, path: str) -> str:
         """A few words of what a split child holds, for its family's continuation line."""
@@ -130,6 +133,21 @@ class _Tree:
         family = [self.knowledge(p) for p in [parent, *self._families.get(parent, [])] if p in self.files]
         self._summaries[path] = child_summary(self.knowledge(path), family)
         return self._summaries[path]
+
+    def family_head(self, path: str) -> str:
+        """The file a split child continues, followed to its first piece."""
+        seen = {path}
+        while path in self.files and (parent := self.knowledge(path).split_from) and parent not in seen:
+            seen.add(parent)
+            path = parent
+        return path
+
+    def terms(self) -> StoreTerms:
+        """Every topic's terms (store/terms.py), read once per version of the tree."""
+        if self._terms is None:
+            self._terms = StoreTerms({p: data for p, data in self.files.items() if is_tier_path(p)},
+                                     self.family_head)
+        return self._terms
 
     def taken(self, path: str) -> bool:
         return any(p in self.files for p in (path, "archive/" + path, "evidence/" + path))
@@ -271,6 +289,7 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
               catalog_line: str | None, floor: int) -> tuple[SpineModel, SpineResult]:
     model = SpineModel(spine)
     model.pinned = tree.pinned
+    model.store_terms = tree.terms
     if catalog_line is not None:
         model.insert_top(catalog_line)
     def continuation_hook_of(parent: str, pointers: list[Pointer], room: int) -> str:

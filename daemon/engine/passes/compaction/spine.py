@@ -30,7 +30,6 @@ from .continuation import continued_parent
 from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep, rewrite
 
 
-
 def floor_of(entry: Entry, floor: int) -> int:
     """The shortest this entry may become: its group, and a hook of at least ``floor`` bytes."""
     head = byte_len(f"- {format_group(entry.group)} \u2014 ")
@@ -149,7 +148,8 @@ class SpineCompactor:
             limit = max(level, floor_of(entry, self.floor))
             text = cache.get((entry.key, limit))
             if text is None:
-                text = cache[(entry.key, limit)] = rewrite(entry, limit, self.model.pinned, self.model.common)
+                text = cache[(entry.key, limit)] = rewrite(entry, limit, self.model.pinned, self.model.common,
+                                                                  self.model.terms_of(entry.paths))
             if byte_len(text) < natural[entry.key]:
                 entry.text, entry.limit = text, limit
         return self.model.size
@@ -179,7 +179,8 @@ class SpineCompactor:
     def _refit(self, entry: Entry) -> None:
         if entry.size > self.level and entry.detail_target is not None:
             entry.limit = max(self.level, floor_of(entry, self.floor))
-            entry.text = rewrite(entry, entry.limit, self.model.pinned, self.model.common)
+            entry.text = rewrite(entry, entry.limit, self.model.pinned, self.model.common,
+                                 self.model.terms_of(entry.paths))
             entry.cut = entry.cut or rtrim(hook_of_entry(entry.text)) != entry.hook
 
     # 2. lines -----------------------------------------------------------------------------
@@ -238,7 +239,8 @@ class SpineCompactor:
             if key not in memo:
                 must = must_keep(first, self.model.pinned) or must_keep(second, self.model.pinned)
                 memo[key] = merged_text(first, second, min(cap, together), must, self.limits.hook_floor,
-                                        self.model.common)
+                                        self.model.common,
+                                        (self.model.terms_of(first.paths), self.model.terms_of(second.paths)))
             text = memo[key]
             return text if text is not None and byte_len(text) <= cap else None
 

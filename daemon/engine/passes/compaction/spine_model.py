@@ -21,6 +21,7 @@ from ....store.spine import (
     is_continuation,
     joined_group,
 )
+from ....store.terms import StoreTerms
 from ....store.text import (
     byte_len,
     decode,
@@ -30,6 +31,8 @@ from ....store.text import (
     replace_line_body,
     rtrim,
 )
+
+KEYWORD_CANDIDATES = 8  # a short hook has room for two or three; the rest only cost time
 
 
 def format_group(group: list[Pointer]) -> str:
@@ -160,10 +163,28 @@ class SpineModel:
             self.rows.append(Row("", entry))
             index += parsed.line_count
         self._next_key = len(self.entries)
-        # What many entries say tells a reader little about which file to open (see hooks.py).
-        self.common = common_phrases([e.hook for e in self.entries if not e.is_catalog])
+        self._hook_common = common_phrases([e.hook for e in self.entries if not e.is_catalog])
+        self._common: frozenset[str] | None = None
         self.pinned: Callable[[str], bool] = lambda path: False
+        # The store's terms (store/terms.py), asked for only once a hook is shortened: the
+        # planner sets it; without it, hooks draw on their own words alone.
+        self.store_terms: Callable[[], StoreTerms | None] = lambda: None
         self._index: dict[str, Entry] | None = None
+
+    @property
+    def common(self) -> frozenset[str]:
+        """What many entries say, or many topics hold, tells a reader little about which file
+        to open (see hooks.py)."""
+        if self._common is None:
+            terms = self.store_terms()
+            self._common = self._hook_common | (terms.common() if terms is not None else frozenset())
+        return self._common
+
+    def terms_of(self, paths: list[str]) -> tuple[str, ...]:
+        """The rarest terms of the topics behind ``paths``, for a hook that keeps too few
+        words of its own."""
+        terms = self.store_terms()
+        return terms.keywords_for(paths)[:KEYWORD_CANDIDATES] if terms is not None else ()
 
     # -- reading ------------------------------------------------------------------------------
     def render(self) -> str:
@@ -250,7 +271,7 @@ class SpineModel:
         host.group_changed = True
         self.forget_index()
         if host.text is not None:  # already rewritten: write it again with the longer group
-            host.text = rewrite(host, host.limit or host.size, self.pinned, self.common)
+            host.text = rewrite(host, host.limit or host.size, self.pinned, self.common, self.terms_of(host.paths))
 
     def droppable_blank_rows(self) -> list[Row]:
         """Blank lines whose removal joins nothing: the next line is not one a reader would
@@ -287,11 +308,12 @@ def _joined_safely(lines: list[str], ending: str) -> list[str]:
             for i, line in enumerate(lines)]
 
 
-def rewrite(entry: Entry, limit: int, pinned: Callable[[str], bool], common: frozenset[str] = frozenset()) -> str:
+def rewrite(entry: Entry, limit: int, pinned: Callable[[str], bool], common: frozenset[str] = frozenset(),
+            terms: tuple[str, ...] = ()) -> str:
     """The entry as one line within ``limit`` bytes where its words allow (see hooks.py)."""
     if not entry.hook:
         return f"- {format_group(entry.group)}"
-    return short_entry(format_group(entry.group), entry.hook, limit, must_keep(entry, pinned), common)
+    return short_entry(format_group(entry.group), entry.hook, limit, must_keep(entry, pinned), common, terms)
 
 
 def must_keep(entry: Entry, pinned: Callable[[str], bool]) -> tuple[str, ...]:
@@ -300,7 +322,8 @@ def must_keep(entry: Entry, pinned: Callable[[str], bool]) -> tuple[str, ...]:
 
 
 def merged_text(first: Entry, second: Entry, limit: int, must: tuple[str, ...], floor: int,
-                common: frozenset[str] = frozenset()) -> str | None:
+                common: frozenset[str] = frozenset(),
+                terms: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())) -> str | None:
     """One multi-pointer line for two entries: both hooks in order, each shortened to its share
     of ``limit`` when both do not fit whole; None when a hook would keep less than ``floor``
     bytes (or less than all of a shorter one)."""
@@ -312,8 +335,11 @@ def merged_text(first: Entry, second: Entry, limit: int, must: tuple[str, ...], 
         return rtrim(whole)
     room = max(0, limit - byte_len(head) - 1)
     share = room // 2
-    one = short_hook(first.hook, share, must, common)
-    two = short_hook(second.hook, room - byte_len(one), must if "pinned" not in one else (), common)
+    titles = format_group(group)
+    first_terms, second_terms = (tuple(t for t in found if t not in titles) for found in terms)
+    one = short_hook(first.hook, share, must, common, first_terms)
+    two = short_hook(second.hook, room - byte_len(one), must if "pinned" not in one else (), common,
+                     tuple(t for t in second_terms if t not in one))
     for kept, hook in ((one, first.hook), (two, second.hook)):
         if byte_len(kept) < min(byte_len(hook), floor):
             return None

@@ -86,6 +86,21 @@ def test_every_cut_entry_leaves_its_whole_hook_verbatim_under_index_detail(store
     assert quill.endswith(f"\n{DETAIL}\n\n{QUILL_HOOK}\n")
 
 
+def test_a_cut_entry_names_what_only_its_file_holds(store: Path) -> None:
+    """A file's rare terms (an identifier, a ticket, a name no other file has) that its old hook
+    never mentioned are what a reader searches for: the shortened entry lists them as keywords,
+    and the store still passes the reference checks."""
+    birch = store / "projects/birch.md"
+    birch.write_bytes(birch.read_bytes() + b"- The `birch_reindex --shards` job pages ZORBLAT-77 at Quetzal Bank.\n")
+    spine_before = (store / "SPINE.md").read_text()
+    assert "ZORBLAT-77" not in spine_before and "birch_reindex" not in spine_before
+    report = run_compaction(store, POLICY, clock)
+    assert report.ok
+    entry = next(line for line in (store / "SPINE.md").read_text().splitlines() if "(projects/birch.md)" in line)
+    assert "keywords:" in entry and ("ZORBLAT-77" in entry or "`birch_reindex --shards`" in entry), entry
+    assert entry.endswith("Read when working in the birch repo."), entry
+
+
 def test_short_entries_keep_pointers_read_clause_markers_and_pinned(store: Path) -> None:
     run_compaction(store, POLICY, clock)
     spine = (store / "SPINE.md").read_text()

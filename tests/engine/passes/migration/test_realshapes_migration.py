@@ -10,17 +10,20 @@ their caps; every joined pointer group is rewritten as one " + " group with ever
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from distilld.actions.migrate import run_migrate
+from distilld.engine.passes.compaction.plan import is_tier_path
 from distilld.engine.passes.migration.checklist import migration_dirs
+from distilld.engine.passes.migration.plan import plan_migration
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.lossless import check_c4
 from distilld.store.snapshot import take_snapshot
-from distilld.store.spine import Spine
+from distilld.store.spine import LEADING_GROUP_RE, Spine
 from distilld.store.tierfile import KnowledgeFile
 from maintenance_fixtures import have_bash, oracle_passes
 from realshapes import generate
@@ -90,3 +93,27 @@ def test_more_adversarial_stores_migrate(tmp_path: Path, seed: int) -> None:
     check_migrated(root, backup)
     if have_bash():
         oracle_passes(root, backup)
+
+
+def test_headroom_out_of_reach_is_reported_with_the_spine_as_it_ends(tmp_path: Path) -> None:
+    """With a headroom target the pointers alone nearly fill, the migration still ends within
+    the caps, and says by how much it misses the target and what the SPINE's bytes are: the
+    figures are those of the SPINE it writes."""
+    root = generate(tmp_path / "store", 1)
+    limits = POLICY.limits
+    tight = replace(limits, spine=replace(limits.spine, migrate_max_bytes=11000))
+    plan = plan_migration(take_snapshot(root), tight, NOW, False)
+    assert plan.refusal == [] and plan.compact is not None
+    spine = Spine(plan.compact.spine_text)
+    assert 11000 < spine.size <= limits.spine.max_bytes
+    entries = [e for e in spine.entries if not e.is_catalog_line]
+    groups = [m.group(0) for e in entries if (m := LEADING_GROUP_RE.match(e.first_line))]
+    assert len(plan.headroom_missed) == 1, plan.headroom_missed
+    found = re.fullmatch(r"SPINE\.md is (\d+) bytes \((\d+) over the headroom target 11000\): its (\d+) "
+                         r"pointers take (\d+) bytes, its hooks (\d+)", plan.headroom_missed[0])
+    assert found, plan.headroom_missed
+    size, over, pointers, pointer_bytes, hook_bytes = map(int, found.groups())
+    assert (size, over) == (spine.size, spine.size - 11000)
+    assert (pointers, pointer_bytes) == (sum(g.count("](") for g in groups), sum(len(g.encode()) for g in groups))
+    assert pointer_bytes + hook_bytes < size
+    assert pointers == len([p for p in plan.compact.files if is_tier_path(p)])  # one per active file
