@@ -18,29 +18,36 @@ from functools import lru_cache
 from itertools import zip_longest
 
 from .hook_clauses import STOPWORDS
-from .tierfile import KnowledgeFile
+from .tierfile import MARKER_RE, KnowledgeFile
 
 TERM_RE = re.compile(
     r"`[^`\n]{2,40}`"  # inline code
     r"|\"[^\"\n]{3,40}\"|\u201c[^\u201d\n]{3,40}\u201d"  # a quoted (error) string
     r"|\b[A-Za-z][\w]*(?:[-_./:@][\w]+)+\b"  # an identifier: craft.cache_ttl, FENPO-131, a/b
     r"|\b[A-Z][A-Za-z0-9]*[A-Z0-9][A-Za-z0-9]*\b"  # an acronym or camel case: HTTP, OpenSearch
-    r"|\b[A-Z][a-z]{2,}\b"  # a capitalised word: a name, unless it only opens a sentence
+    r"|(?P<word>\b[A-Z][a-z]{2,}\b)"  # a capitalised word: a name, unless it only opens a sentence
 )
+# Where a capitalised word only opens a sentence, a bullet or a clause ("Generic personas only").
+OPENING_RE = re.compile(r"(?:^|[.:;!?]\s)[\s\-*+>\d.)]*$")
+DIGITS_RE = re.compile(r"[0-9]+")
 LONGEST = 40  # bytes: a longer term costs a short hook more than it tells
-STAMP_LINE_RE = re.compile(r"^(?:last_validated|last_updated|origin|split_from):")
+STAMP_LINE_RE = re.compile(r"^(?:last_validated|last_updated|origin|split_from):|^Continued in ")
 
 
 @lru_cache(maxsize=8192)
 def file_terms(raw: bytes) -> tuple[tuple[str, int], ...]:
     """(term, how often) for a file's body, most frequent first, then in order of appearance.
-    Frontmatter, headings and stamp lines say nothing a reader searches for."""
+    Frontmatter, headings, stamp lines and markers (``[CORRECTED …]``) say nothing a reader
+    searches for."""
     counts: Counter[str] = Counter()
     for line in KnowledgeFile("", raw).body_lines:
-        stripped = line.strip()
+        stripped = MARKER_RE.sub(" ", line).strip()
         if not stripped or stripped.startswith("#") or STAMP_LINE_RE.match(stripped.lstrip("- ")):
             continue
-        for term in TERM_RE.findall(stripped):
+        for found in TERM_RE.finditer(stripped):
+            term = found.group(0)
+            if found.group("word") and OPENING_RE.search(stripped, 0, found.start()):
+                continue
             if _usable(term):
                 counts[term] += 1
     return tuple(counts.most_common())
@@ -51,7 +58,7 @@ def _usable(term: str) -> bool:
     """A term that can stand in a SPINE keyword list as it is: not a sentence's first word,
     not a bare number, short, and nothing the checker would read as a pointer or a comment,
     nor a stray quote or bracket that would unbalance the hook."""
-    if term in STOPWORDS or term.isdigit() or len(term.encode()) > LONGEST:
+    if term in STOPWORDS or term.capitalize() in STOPWORDS or term.isdigit() or len(term.encode()) > LONGEST:
         return False
     inner = term[1:-1] if term[0] in "`\"\u201c" else term
     if ".md" in inner or "<!--" in inner or "-->" in inner:
@@ -105,7 +112,12 @@ class StoreTerms:
         rare = sorted((self._spread[term], -count, term) for term, count in counts.items()
                       if self._spread[term] <= self._rare_enough)
         by_kind: dict[int, list[str]] = {}
+        shapes: set[str] = set()
         for _, _, term in rare:
+            shape = DIGITS_RE.sub("0", term)
+            if shape in shapes:
+                continue  # INC-4105 beside INC-4104 tells a reader nothing more
+            shapes.add(shape)
             by_kind.setdefault(_kind(term), []).append(term)
         queues = [by_kind[kind] for kind in sorted(by_kind)]
         return [term for turn in zip_longest(*queues) for term in turn if term is not None]

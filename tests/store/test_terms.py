@@ -34,6 +34,20 @@ def test_a_file_names_its_identifiers_code_error_strings_and_names_but_not_its_f
     assert not any("2026" in term for term in found)  # stamps and dates
 
 
+def test_a_capitalised_word_that_only_opens_a_sentence_or_a_marker_word_is_no_name() -> None:
+    raw = doc("- Generic personas only. Real files in Temp folders [CORRECTED 2026-01-01].\n"
+              "- NEVER retry; see Kafka at Acme Bank. Evidence: lots.\n"
+              "Continued in `craft/x-2.md`.\n1. Output goes to Grafana.\n")
+    assert terms_of(raw) == ["Temp", "Kafka", "Acme", "Bank", "Grafana"]
+
+
+def test_numbered_siblings_count_once() -> None:
+    files = {"ops/a.md": doc("- Incidents INC-4104, INC-4105 and INC-4106 hit Osprey.\n"),
+             **{f"ops/pad{n}.md": doc(f"- Filler{n} text.\n") for n in range(30)}}
+    ranked = StoreTerms(files, lambda path: path).keywords_for(["ops/a.md"])
+    assert sorted(ranked) == ["INC-4104", "Osprey"], ranked
+
+
 def test_terms_that_would_change_the_spine_or_unbalance_a_hook_are_never_kept() -> None:
     raw = doc("- See `[notes](craft/notes.md)` and craft/other.md, `<!-- x -->`, \"a `b` c\", `x | y`.\n"
               "- Keep `safe_term` and ZORB-1.\n")
@@ -52,9 +66,9 @@ def family_of(children: dict[str, str]):  # type: ignore[no-untyped-def]
 
 def test_rarest_first_and_a_split_family_counts_as_one_topic() -> None:
     files = {
-        "craft/a.md": doc("- Kestrel and Osprey, `a_only`.\n"),
-        "craft/a-2.md": doc("- Kestrel again, `a_only` again, Heron.\n", split_from="craft/a.md"),
-        "craft/b.md": doc("- Osprey and Heron, `b_only`.\n"),
+        "craft/a.md": doc("- See Kestrel and Osprey, `a_only`.\n"),
+        "craft/a-2.md": doc("- Use Kestrel again, `a_only` again, and Heron.\n", split_from="craft/a.md"),
+        "craft/b.md": doc("- See Osprey and Heron, `b_only`.\n"),
         **{f"craft/pad{n}.md": doc(f"- Filler{n} text.\n") for n in range(40)},
     }
     terms = StoreTerms(files, family_of({"craft/a-2.md": "craft/a.md"}))
@@ -67,7 +81,7 @@ def test_rarest_first_and_a_split_family_counts_as_one_topic() -> None:
 
 
 def test_a_merged_line_takes_turns_between_its_topics_and_shared_terms_are_common() -> None:
-    files = {f"ops/t{n}.md": doc(f"- Topic{n}a and Topic{n}b mention Shared.\n") for n in range(30)}
+    files = {f"ops/t{n}.md": doc(f"- Both Topic{n}a and Topic{n}b mention Shared.\n") for n in range(30)}
     terms = StoreTerms(files, lambda path: path)
     assert terms.keywords_for(["ops/t1.md", "ops/t2.md"])[:2] == ("Topic1a", "Topic2a")
     assert "Shared" in terms.common() and "Shared" not in terms.keywords_for(["ops/t1.md"])
