@@ -209,6 +209,7 @@ def init_store(store: Path, branch: str | None = None, remote_url: str | None = 
     config["core.safecrlf"] = False
     config[BRANCH_KEY] = on
     config[REMOTE_KEY] = remote
+    write_info_attributes(repo)
     report = InitReport(root, created, on, remote_url)
     if remote_url is not None:
         set_remote(repo, remote, remote_url)
@@ -242,6 +243,22 @@ def _with_block(existing: str, lines: tuple[str, ...]) -> str:
     if existing and not existing.endswith("\n"):
         existing += ending
     return existing + block
+
+
+def write_info_attributes(repo: pygit2.Repository) -> None:
+    """distilld's attribute block in ``.git/info/attributes`` too: that file outranks every
+    ``.gitattributes`` of the tree, so a line someone adds after the block (``*.md text
+    eol=crlf``) cannot make a checkout, git's or libgit2's, convert a byte."""
+    path = Path(repo.path) / "info" / "attributes"
+    try:
+        existing = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        existing = ""
+    except (OSError, UnicodeDecodeError) as error:
+        raise GitStoreError(f"{path}: cannot read it ({error}); fix or remove it, then run init again") from None
+    wanted = _with_block(existing, ATTRIBUTE_LINES)
+    if wanted != existing:
+        write_state_file(path, wanted.encode("utf-8"))
 
 
 def write_managed_files(root: Path) -> list[str]:

@@ -1,0 +1,91 @@
+"""A second machine joining as a hostile (or unlucky) user would: remotes of odd shapes, a git
+that misbehaves, a join killed half-way and run again, a tree whose attributes ask for line-ending
+conversion. Real repositories and real git throughout."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pygit2
+import pytest
+from gitmachines import GitCli, Machine, Origin, pushed_machine, shared_files
+
+
+def path_without_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    empty = tmp_path / "no-git-bin"
+    empty.mkdir(exist_ok=True)
+    monkeypatch.setenv("PATH", str(empty))
+
+
+def fake_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, script: str, name: str = "fake-git-bin") -> Path:
+    """A `git` first on PATH running ``script`` (sh); ``$REAL_GIT`` is the real one."""
+    bin_dir = tmp_path / name
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "git"
+    real = next(Path(d, "git") for d in os.environ["PATH"].split(os.pathsep) if Path(d, "git").is_file())
+    fake.write_text(f"#!/bin/sh\nREAL_GIT={real}\n{script}\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return bin_dir
+
+
+def blobs_equal_files(machine: Machine) -> list[str]:
+    """The tracked files whose bytes differ from HEAD's blob."""
+    repo = machine.repo()
+    tree = repo.head.peel(pygit2.Commit).tree
+    differ = []
+    for path, data in shared_files(machine.root).items():
+        try:
+            blob = tree[path]
+        except KeyError:
+            continue
+        if blob.data != data:
+            differ.append(path)
+    return differ
+
+
+# -- the tree's attributes never convert a byte ---------------------------------------------
+
+@pytest.mark.parametrize("with_git", [True, False], ids=["git", "libgit2"])
+def test_an_attribute_line_after_distillds_block_converts_nothing_on_join(
+        tmp_path: Path, origin: Origin, git: GitCli, monkeypatch: pytest.MonkeyPatch, with_git: bool) -> None:
+    a = pushed_machine(tmp_path, origin)
+    a.write("craft/windows.md", b"# Windows\r\n\r\n- CRLF on purpose.\r\n")
+    assert a.sync().pushed
+    clone = tmp_path / "user-clone"
+    git(tmp_path, "clone", "-q", origin.url, str(clone))
+    attributes = (clone / ".gitattributes").read_bytes()
+    (clone / ".gitattributes").write_bytes(attributes + b"* text=auto\n*.md text eol=crlf\n")
+    git(clone, "commit", "-qm", "the user's own attributes, after distilld's block", ".gitattributes")
+    git(clone, "push", "-q", "origin", "main")
+    if not with_git:
+        path_without_git(monkeypatch, tmp_path)
+    b = Machine("b", tmp_path / "b", origin)
+    outcome = b.init()
+    assert outcome.mismatches == []
+    assert blobs_equal_files(b) == []
+    assert b.read("craft/windows.md") == b"# Windows\r\n\r\n- CRLF on purpose.\r\n"
+    assert b.read("SPINE.md") == a.read("SPINE.md")
+    assert b.repo().status() == {}
+
+
+def test_a_machine_set_up_before_the_info_attributes_is_protected_by_its_next_sync(
+        tmp_path: Path, origin: Origin, git: GitCli) -> None:
+    a = pushed_machine(tmp_path, origin)
+    b = Machine("b", tmp_path / "b", origin)
+    b.init()
+    (b.root / ".git" / "info" / "attributes").unlink()  # as an older distilld left it
+    clone = tmp_path / "user-clone"
+    git(tmp_path, "clone", "-q", origin.url, str(clone))
+    (clone / ".gitattributes").write_bytes((clone / ".gitattributes").read_bytes() + b"*.md text eol=crlf\n")
+    git(clone, "commit", "-qm", "attributes after the block", ".gitattributes")
+    git(clone, "push", "-q", "origin", "main")
+    a.sync()
+    a.append("ops/deploy.md", "- One more step.\n")
+    assert a.later(5).sync().pushed
+    report = b.later(10).sync()
+    assert report.mismatches == []
+    assert blobs_equal_files(b) == []
+    assert b.read("ops/deploy.md") == a.read("ops/deploy.md")
