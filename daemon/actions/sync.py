@@ -25,6 +25,7 @@ from ..gitstore.auth import Credentials, apply_timeouts
 from ..gitstore.commit import CommitResult, Identity, commit_operation, new_pass_id
 from ..gitstore.errors import CommitRefused, GitBusy, GitStoreError, NotAStoreRepo, RemoteError
 from ..gitstore.integrate import integrate
+from ..gitstore.join_branch import choose_join_branch
 from ..gitstore.maintenance import pack_objects
 from ..gitstore.remote import fetch
 from ..gitstore.repo import InitReport, StoreRepo, init_store, open_store, write_managed_files
@@ -91,6 +92,7 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
     hold = lock_holder(repo_store.root, policy)
     if repo_store.has_remote() and head_commit(repo_store.repo) is None:
         apply_timeouts()
+        choose_join_branch(repo_store, report, credentials, explicit=branch is not None)
         try:
             fetch(repo_store, credentials, with_cli=True)
         except RemoteError as error:

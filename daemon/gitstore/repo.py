@@ -183,6 +183,12 @@ def current_branch(repo: pygit2.Repository) -> str | None:
     return name.removeprefix("refs/heads/") if name.startswith("refs/heads/") else None
 
 
+def _has_no_branch(repo: pygit2.Repository) -> bool:
+    """Is HEAD unborn with no branch at all (a fresh `git init`, or a join that never got its
+    first commit)? Then naming another branch switches nothing."""
+    return repo.head_is_unborn and not any(name.startswith("refs/heads/") for name in repo.references)
+
+
 def init_store(store: Path, branch: str | None = None, remote_url: str | None = None,
                remote: str = DEFAULT_REMOTE) -> tuple[StoreRepo, InitReport]:
     """Adopt the store's repository as it is, or create one on ``branch`` (default main).
@@ -201,6 +207,9 @@ def init_store(store: Path, branch: str | None = None, remote_url: str | None = 
     if on is None:
         raise GitBusy(f"{root}: HEAD is detached; check out the branch distilld should keep the store on, "
                       "then run `distilld init` again")
+    if branch is not None and on != branch and _has_no_branch(repo):
+        repo.set_head(f"refs/heads/{branch}")  # no commit anywhere yet: nothing on disk changes
+        on = branch
     if branch is not None and on != branch:
         raise GitStoreError(f"{root}: the repository is on branch {on!r}, not {branch!r}; distilld never "
                             f"switches branches. Switch it yourself, or pass --branch {on}")

@@ -89,3 +89,53 @@ def test_a_machine_set_up_before_the_info_attributes_is_protected_by_its_next_sy
     assert report.mismatches == []
     assert blobs_equal_files(b) == []
     assert b.read("ops/deploy.md") == a.read("ops/deploy.md")
+
+
+# -- a remote whose default branch is not main ----------------------------------------------
+
+def trunk_origin(tmp_path: Path, head: str = "trunk") -> tuple[Origin, Machine]:
+    """A bare remote whose store lives on branch trunk (HEAD names ``head``), pushed by machine a."""
+    origin = Origin(tmp_path / "trunk.git")
+    repo = pygit2.init_repository(str(origin.path), bare=True, initial_head=head)
+    assert repo.is_bare
+    a = Machine("a", tmp_path / "a", origin)
+    from gitmachines import lifecycle_store
+
+    lifecycle_store(a.root)
+    a.init(branch="trunk")
+    assert a.sync().pushed
+    return origin, a
+
+
+@pytest.mark.parametrize("head", ["trunk", "gone"], ids=["head-is-trunk", "head-names-a-missing-branch"])
+def test_a_join_follows_the_remotes_only_or_default_branch(tmp_path: Path, head: str) -> None:
+    origin, a = trunk_origin(tmp_path, head)
+    b = Machine("b", tmp_path / "b", origin)
+    outcome = b.init()
+    assert outcome.report.branch == "trunk"
+    assert outcome.checked_out == origin.head("trunk")
+    assert b.repo().head.shorthand == "trunk"
+    assert b.read("SPINE.md") == a.read("SPINE.md")
+    assert any("trunk" in note for note in outcome.report.notes)
+    b.append("craft/testing.md", "- From b.\n")
+    assert b.later(5).sync().pushed
+    assert origin.head("main") is None  # no second, unrelated branch on the remote
+    assert a.later(10).sync().mismatches == []
+    assert a.read("craft/testing.md") == b.read("craft/testing.md")
+
+
+def test_a_join_into_an_unborn_repository_on_another_branch_is_refused_naming_the_remotes(
+        tmp_path: Path, git: GitCli) -> None:
+    origin, _ = trunk_origin(tmp_path)
+    b = Machine("b", tmp_path / "b", origin)
+    b.root.mkdir()
+    git(b.root, "init", "-q", "-b", "main")
+    from distilld.gitstore.errors import GitStoreError
+
+    with pytest.raises(GitStoreError, match=r"no branch 'main'.*trunk.*--branch trunk"):
+        b.init()
+    assert origin.head("main") is None
+    assert not (b.root / "SPINE.md").exists()
+    outcome = b.init(branch="trunk")  # the advice works: an unborn HEAD is pointed at trunk
+    assert outcome.checked_out == origin.head("trunk")
+    assert b.repo().head.shorthand == "trunk"
