@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.guard import guarded_pass
+from ..engine.guard import guarded_pass, set_aside_seen_ledger, settle_set_aside_ledger
 from ..engine.lock import AcquireKind, StoreLock, default_owner
 from ..engine.recovery import interrupted_passes
 from ..errors import LockHeld, LockLost
@@ -98,9 +98,14 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
         except RemoteError as error:
             report.notes.append(f"{error}; `distilld sync` tries again")
         else:
-            with hold():
-                now = clock()
-                done = integrate(repo_store, now, identity.signature(now), policy.limits)
+            aside = set_aside_seen_ledger(repo_store.root, clock().strftime("%Y%m%dT%H%M%SZ"))
+            try:
+                with hold():
+                    now = clock()
+                    done = integrate(repo_store, now, identity.signature(now), policy.limits)
+            finally:
+                kept = settle_set_aside_ledger(repo_store.root, aside) if aside is not None else None
+                report.notes += [kept] if kept else []
             if done.kind == "blocked":
                 raise GitStoreError(f"{repo_store.root}: cannot check out {repo_store.remote}/{repo_store.branch}: "
                                     f"{done.reason}")

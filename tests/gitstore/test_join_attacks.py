@@ -139,3 +139,47 @@ def test_a_join_into_an_unborn_repository_on_another_branch_is_refused_naming_th
     outcome = b.init(branch="trunk")  # the advice works: an unborn HEAD is pointed at trunk
     assert outcome.checked_out == origin.head("trunk")
     assert b.repo().head.shorthand == "trunk"
+
+
+# -- a join run again where a store stood before ---------------------------------------------
+
+def test_a_join_runs_again_after_the_joined_store_was_deleted(tmp_path: Path, origin: Origin) -> None:
+    a = pushed_machine(tmp_path, origin)
+    a.later(60)
+    report, _ = a.gc()  # the ledger gets lines, so the state folder keeps a copy of it
+    assert report.outcome is not None and report.outcome.moved
+    assert a.sync().pushed
+    b = Machine("b", tmp_path / "b", origin)
+    b.init()
+    import shutil
+
+    shutil.rmtree(b.root)  # the user starts over
+    outcome = b.init()
+    assert outcome.checked_out == origin.head()
+    assert outcome.mismatches == []
+    assert b.read("archive/LEDGER.md") == a.read("archive/LEDGER.md")
+    assert not [n for n in outcome.report.notes if "ledger" in n]  # nothing of the old copy was missing
+
+
+def test_a_join_where_another_store_stood_keeps_its_ledger_lines_aside_and_says_where(
+        tmp_path: Path, origin: Origin) -> None:
+    pushed_machine(tmp_path, origin)
+    other = Machine("b", tmp_path / "b", Origin.create(tmp_path / "other.git"))
+    pushed_machine(tmp_path, other.origin, name="b")  # another store at b's path, with its own ledger
+    other.later(60)
+    report, _ = other.gc()
+    assert report.outcome is not None and report.outcome.moved
+    old_ledger = other.read("archive/LEDGER.md")
+    import shutil
+
+    shutil.rmtree(other.root)
+    b = Machine("b", tmp_path / "b", origin)
+    outcome = b.init()
+    assert outcome.checked_out == origin.head()
+    notes = [n for n in outcome.report.notes if "ledger" in n]
+    assert len(notes) == 1, outcome.report.notes
+    kept = Path(notes[0].split("kept in ")[1].split(";")[0].rstrip("."))
+    assert kept.read_bytes() == old_ledger
+    b.later(120)
+    report, _ = b.gc()  # not wedged by the other store's ledger
+    assert report.outcome is not None and report.outcome.moved
