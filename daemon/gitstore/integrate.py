@@ -81,8 +81,13 @@ def _first_checkout_strategy(store: StoreRepo, incoming: Flat) -> CheckoutStrate
     remote's may be overwritten (nothing changes); any that differ stop the checkout, named."""
     # FORCE would also drop whatever the user staged that the remote does not have: with
     # anything in the index of an unborn branch, stop and say so instead.
-    staged = [entry.path for entry in store.repo.index]
-    if staged:
+    index = store.repo.index
+    index.read(False)
+    staged = [entry.path for entry in index]
+    # An index that is exactly the incoming tree is a first checkout killed before the branch
+    # was created (git's read-tree wrote it): finished below, as a copy already here.
+    killed_checkout = {entry.path: (entry.id, int(entry.mode)) for entry in index} == incoming
+    if staged and not killed_checkout:
         shown = ", ".join(staged[:10]) + (f" and {len(staged) - 10} more" if len(staged) > 10 else "")
         raise Blocked(f"files are staged in this repository before its first commit ({shown}); commit or "
                       "unstage them (`git reset`), then try again")

@@ -183,3 +183,39 @@ def test_a_join_where_another_store_stood_keeps_its_ledger_lines_aside_and_says_
     b.later(120)
     report, _ = b.gc()  # not wedged by the other store's ledger
     assert report.outcome is not None and report.outcome.moved
+
+
+# -- a join killed half-way, then run again -------------------------------------------------
+
+def killed_join(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, origin: Origin, target: Path, step: str) -> int:
+    """`distilld init --remote` in its own process, SIGKILLed by the fake git the moment it is
+    asked for ``step`` (the step itself then runs on, orphaned, as a real git would)."""
+    import subprocess
+    import sys
+
+    finished = tmp_path / f"{step}-finished"
+    fake_git(monkeypatch, tmp_path, f'for a in "$@"; do [ "$a" = {step} ] && {{ kill -9 $PPID; "$REAL_GIT" "$@"; '
+                                    f'touch "{finished}"; exit; }}; done\nexec "$REAL_GIT" "$@"', name=f"kill-at-{step}")
+    done = subprocess.run([sys.executable, "-m", "distilld", "init", str(target), "--remote", origin.url],
+                          env=dict(os.environ), capture_output=True, timeout=120, check=False)
+    return done.returncode
+
+
+@pytest.mark.parametrize("step", ["fetch", "read-tree", "update-ref"])
+def test_a_join_killed_at_any_git_step_runs_again_to_the_same_store(
+        tmp_path: Path, origin: Origin, monkeypatch: pytest.MonkeyPatch, step: str) -> None:
+    a = pushed_machine(tmp_path, origin)
+    b = Machine("b", tmp_path / "b", origin)
+    assert killed_join(tmp_path, monkeypatch, origin, b.root, step) == -9
+    monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])  # the real git again
+    import time
+
+    deadline = time.monotonic() + 60
+    while not (tmp_path / f"{step}-finished").exists():  # the orphaned git step finishes on its own
+        assert time.monotonic() < deadline, f"the orphaned git {step} never finished"
+        time.sleep(0.05)
+    outcome = b.init()
+    assert outcome.mismatches == []
+    assert b.head() == origin.head()
+    assert {p: d for p, d in shared_files(b.root).items()} == shared_files(a.root)
+    assert b.repo().status() == {}
