@@ -22,6 +22,7 @@ from ..engine.recovery import interrupted_passes
 from ..errors import LockHeld, LockLost
 from ..gitstore.agent_changes import commit_agent_changes, work_tree_ids, working_changes
 from ..gitstore.auth import Credentials, apply_timeouts
+from ..gitstore.cli_join import transport
 from ..gitstore.commit import CommitResult, Identity, commit_operation, new_pass_id
 from ..gitstore.errors import CommitRefused, GitBusy, GitStoreError, NotAStoreRepo, RemoteError
 from ..gitstore.integrate import integrate
@@ -81,13 +82,21 @@ class InitOutcome:
         }
 
 
+def absolute_remote(url: str | None) -> str | None:
+    """A remote given as a relative path, made absolute, as `git clone` records it: kept as given,
+    git (run in the store) and the daemon (run from anywhere) would each read it elsewhere."""
+    if url is None or transport(url) != "local" or url.lower().startswith("file://") or Path(url).is_absolute():
+        return url
+    return str(Path(url).expanduser().absolute())
+
+
 def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_url: str | None = None,
              branch: str | None = None, identity: Identity = DEFAULT_IDENTITY,
              credentials: Credentials | None = None, pack: bool = True) -> InitOutcome:
     """Adopt or create the store's repository. With a remote and no commit yet, the remote's
     branch is checked out first (a second machine joining); then whatever is shared and not yet
     committed (the attribute and ignore files included) becomes the first commit."""
-    repo_store, report = init_store(store, branch, remote_url)
+    repo_store, report = init_store(store, branch, absolute_remote(remote_url))
     outcome = InitOutcome(report)
     hold = lock_holder(repo_store.root, policy)
     if repo_store.has_remote() and head_commit(repo_store.repo) is None:

@@ -219,3 +219,24 @@ def test_a_join_killed_at_any_git_step_runs_again_to_the_same_store(
     assert b.head() == origin.head()
     assert {p: d for p, d in shared_files(b.root).items()} == shared_files(a.root)
     assert b.repo().status() == {}
+
+
+# -- a remote given as a relative path ------------------------------------------------------
+
+def test_a_relative_remote_path_is_kept_absolute_so_the_daemon_syncs_from_anywhere(
+        tmp_path: Path, origin: Origin, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = pushed_machine(tmp_path, origin)
+    from distilld.actions.sync import run_init
+
+    b = Machine("b", tmp_path / "b", origin)
+    monkeypatch.chdir(tmp_path)
+    outcome = run_init(Path("b"), b.policy, b.clock, remote_url="origin.git", identity=b.identity)
+    assert outcome.checked_out == origin.head()
+    assert b.repo().remotes["origin"].url == str(origin.path)
+    assert outcome.report.remote_url == str(origin.path)
+    monkeypatch.chdir(tmp_path / "a")  # the daemon runs from elsewhere
+    a.append("ops/deploy.md", "- A later step.\n")
+    assert a.later(5).sync().pushed
+    report = b.later(10).sync()
+    assert report.state == "synced" and report.mismatches == [], report
+    assert b.read("ops/deploy.md") == a.read("ops/deploy.md")
