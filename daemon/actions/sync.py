@@ -103,7 +103,9 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
         apply_timeouts()
         choose_join_branch(repo_store, report, credentials, explicit=branch is not None)
         try:
-            fetch(repo_store, credentials, with_cli=True)
+            why_not = fetch(repo_store, credentials, with_cli=True)
+            if why_not is not None:
+                report.notes.append(f"the fetch: {why_not}; libgit2 fetched the store instead")
         except RemoteError as error:
             report.notes.append(f"{error}; `distilld sync` tries again")
         else:
@@ -115,6 +117,7 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
             finally:
                 kept = settle_set_aside_ledger(repo_store.root, aside) if aside is not None else None
                 report.notes += [kept] if kept else []
+            report.notes += done.notes
             if done.kind == "blocked":
                 raise GitStoreError(f"{repo_store.root}: cannot check out {repo_store.remote}/{repo_store.branch}: "
                                     f"{done.reason}")

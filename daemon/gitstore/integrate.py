@@ -114,6 +114,7 @@ class Integration:
     commit: str | None = None
     inbox: list[str] = field(default_factory=list)
     resolutions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. why git's command line did not check out
 
 
 def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, limits: Limits,
@@ -136,9 +137,11 @@ def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, limi
             why = f"first checkout of {label}"
             # git is faster at writing a whole store; FORCE (a copy already here) stays libgit2's,
             # which alone can keep ignored files while overwriting identical tracked ones.
-            if strategy != CheckoutStrategy.SAFE or not checkout_with_cli(store, theirs.id, why):
+            why_not = checkout_with_cli(store, theirs.id, why) if strategy == CheckoutStrategy.SAFE else None
+            if strategy != CheckoutStrategy.SAFE or why_not is not None:
                 _checkout(store, None, theirs.id, why, strategy)
-            return Integration("first-checkout", old=None, new=theirs.tree, commit=str(theirs.id))
+            notes = [f"the first checkout: {why_not}; libgit2 checked out the store instead"] if why_not else []
+            return Integration("first-checkout", old=None, new=theirs.tree, commit=str(theirs.id), notes=notes)
         if head.id == theirs.id:
             return Integration("up-to-date")
         if repo.descendant_of(head.id, theirs.id):

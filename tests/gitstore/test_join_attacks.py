@@ -240,3 +240,77 @@ def test_a_relative_remote_path_is_kept_absolute_so_the_daemon_syncs_from_anywhe
     report = b.later(10).sync()
     assert report.state == "synced" and report.mismatches == [], report
     assert b.read("ops/deploy.md") == a.read("ops/deploy.md")
+
+
+# -- a git that is missing, broken, too old or hangs: libgit2 joins, and the join says so ----
+
+def joined_notes(tmp_path: Path, origin: Origin) -> tuple[Machine, list[str]]:
+    b = Machine("b", tmp_path / "b", origin)
+    outcome = b.init()
+    assert outcome.checked_out == origin.head() and outcome.mismatches == []
+    assert b.repo().status() == {}
+    return b, outcome.report.notes
+
+
+def test_a_join_without_git_says_libgit2_did_the_work(tmp_path: Path, origin: Origin,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    pushed_machine(tmp_path, origin)
+    path_without_git(monkeypatch, tmp_path)
+    _, notes = joined_notes(tmp_path, origin)
+    said = " ".join(notes)
+    assert "git is not installed" in said and "libgit2 fetched" in said and "libgit2 checked out" in said
+
+
+def test_a_git_that_exits_1_is_named_and_libgit2_joins(tmp_path: Path, origin: Origin,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    pushed_machine(tmp_path, origin)
+    fake_git(monkeypatch, tmp_path, 'case "$1" in --version) exec "$REAL_GIT" --version;; esac\n'
+                                    "echo 'fatal: broken' >&2; exit 1")
+    _, notes = joined_notes(tmp_path, origin)
+    said = " ".join(notes)
+    assert "failed (1): fatal: broken" in said and "libgit2 fetched" in said
+
+
+def test_a_git_too_old_for_the_joins_environment_is_not_asked_to_fetch(tmp_path: Path, origin: Origin,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    pushed_machine(tmp_path, origin)
+    calls = tmp_path / "old-git-calls"
+    # git before 2.31 ignores GIT_CONFIG_COUNT: the user's credential helpers would run.
+    fake_git(monkeypatch, tmp_path, f'echo "$*" >> "{calls}"\n'
+                                    'case "$*" in --version) echo "git version 2.20.1"; exit 0;; esac\n'
+                                    'exec "$REAL_GIT" "$@"')
+    _, notes = joined_notes(tmp_path, origin)
+    asked = [line for line in calls.read_text().splitlines() if line != "--version"]
+    assert not [line for line in asked if " fetch " in f" {line} " or "read-tree" in line], asked
+    assert any("2.20.1" in n and "2.31" in n for n in notes), notes
+
+
+def test_a_git_that_hangs_is_given_up_on_and_leaves_no_process_behind(tmp_path: Path, origin: Origin,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import distilld.gitstore.cli_join as cli_join
+    import distilld.gitstore.gitcli as gitcli
+
+    pushed_machine(tmp_path, origin)
+    pids = tmp_path / "hung-pids"
+    fake_git(monkeypatch, tmp_path, f'sleep 3600 & echo $! >> "{pids}"; wait')
+    monkeypatch.setattr(gitcli, "PROBE_TIMEOUT_SECONDS", 1.0, raising=False)
+    monkeypatch.setattr(cli_join, "FETCH_TIMEOUT_SECONDS", 3.0)
+    monkeypatch.setattr(cli_join, "LOCAL_TIMEOUT_SECONDS", 3.0)
+    started = time.monotonic()
+    _, notes = joined_notes(tmp_path, origin)
+    assert time.monotonic() - started < 6, "a git that does not answer is given up on at its first question"
+    assert any("did not answer" in n and "libgit2" in n for n in notes), notes
+    deadline = time.monotonic() + 30
+    for pid in map(int, pids.read_text().split()):
+        while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
+            assert time.monotonic() < deadline, f"git's child {pid} still runs"
+            time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"
