@@ -29,7 +29,7 @@ from ..gitstore.integrate import integrate
 from ..gitstore.join_branch import choose_join_branch
 from ..gitstore.maintenance import pack_objects
 from ..gitstore.remote import fetch
-from ..gitstore.repo import InitReport, StoreRepo, init_store, open_store, write_managed_files
+from ..gitstore.repo import InitReport, StoreRepo, busy_reason, init_store, open_store, write_managed_files
 from ..gitstore.sync import SyncReport, sync_store
 from ..gitstore.trees import head_commit
 from ..gitstore.verify import verify_pull
@@ -109,6 +109,9 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
         except RemoteError as error:
             report.notes.append(f"{error}; `distilld sync` tries again")
         else:
+            busy = busy_reason(repo_store)  # a git killed mid-checkout leaves index.lock: say so, not "edits"
+            if busy is not None:
+                raise GitBusy(f"{repo_store.root}: cannot check out {repo_store.remote}/{repo_store.branch} now: {busy}")
             aside = set_aside_seen_ledger(repo_store.root, clock().strftime("%Y%m%dT%H%M%SZ"))
             try:
                 with hold():

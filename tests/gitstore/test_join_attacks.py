@@ -314,3 +314,21 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "Z"
+
+
+def test_a_join_over_a_left_index_lock_names_the_lock_not_uncommitted_edits(
+        tmp_path: Path, origin: Origin, git: GitCli) -> None:
+    from distilld.gitstore.errors import GitBusy
+
+    pushed_machine(tmp_path, origin)
+    b = Machine("b", tmp_path / "b", origin)
+    b.root.mkdir()
+    git(b.root, "init", "-q", "-b", "main")
+    lock = b.root / ".git" / "index.lock"
+    lock.write_bytes(b"")  # a git killed while it wrote the index
+    with pytest.raises(GitBusy, match=r"index\.lock is held") as refused:
+        b.init()
+    assert "uncommitted edits" not in str(refused.value)
+    assert not (b.root / "SPINE.md").exists()
+    lock.unlink()
+    assert b.init().checked_out == origin.head()
