@@ -198,6 +198,8 @@ def init_store(store: Path, branch: str | None = None, remote_url: str | None = 
     ignore files are ``write_managed_files``' job (after a first checkout, which they would block).
     """
     root = store.expanduser().resolve()
+    if root.exists() and not root.is_dir():
+        raise GitStoreError(f"{root} is a file, not a folder: pass the store's folder, or the path of a new one")
     root.mkdir(parents=True, exist_ok=True)
     repo = discover(root)
     created = repo is None

@@ -332,3 +332,29 @@ def test_a_join_over_a_left_index_lock_names_the_lock_not_uncommitted_edits(
     assert not (b.root / "SPINE.md").exists()
     lock.unlink()
     assert b.init().checked_out == origin.head()
+
+
+# -- the target folder ------------------------------------------------------------------------
+
+def test_a_join_into_a_path_that_is_a_file_says_so(tmp_path: Path, origin: Origin) -> None:
+    from distilld.gitstore.errors import GitStoreError
+
+    pushed_machine(tmp_path, origin)
+    target = tmp_path / "b"
+    target.write_bytes(b"not a folder\n")
+    with pytest.raises(GitStoreError, match="is a file, not a folder"):
+        Machine("b", target, origin).init()
+    assert target.read_bytes() == b"not a folder\n"
+
+
+def test_a_join_into_a_symlinked_folder_with_spaces_and_non_ascii_joins_the_real_folder(
+        tmp_path: Path, origin: Origin) -> None:
+    a = pushed_machine(tmp_path, origin)
+    real = tmp_path / "my stores" / "é ñ 日本"
+    real.mkdir(parents=True)
+    link = tmp_path / "store link"
+    link.symlink_to(real, target_is_directory=True)
+    outcome = Machine("b", link, origin).init()
+    assert outcome.checked_out == origin.head() and outcome.mismatches == []
+    assert shared_files(real) == shared_files(a.root)
+    assert link.is_symlink()
