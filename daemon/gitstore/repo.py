@@ -256,18 +256,23 @@ def _with_block(existing: str, lines: tuple[str, ...]) -> str:
     return existing + block
 
 
-def write_info_attributes(repo: pygit2.Repository) -> None:
-    """distilld's attribute block in ``.git/info/attributes`` too: that file outranks every
-    ``.gitattributes`` of the tree, so a line someone adds after the block (``*.md text
-    eol=crlf``) cannot make a checkout, git's or libgit2's, convert a byte."""
-    path = Path(repo.path) / "info" / "attributes"
+def _with_block_of(path: Path, lines: tuple[str, ...]) -> tuple[str, str]:
+    """(the file's text, the text with distilld's block of ``lines``); a missing file is empty."""
     try:
         existing = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         existing = ""
     except (OSError, UnicodeDecodeError) as error:
         raise GitStoreError(f"{path}: cannot read it ({error}); fix or remove it, then run init again") from None
-    wanted = _with_block(existing, ATTRIBUTE_LINES)
+    return existing, _with_block(existing, lines)
+
+
+def write_info_attributes(repo: pygit2.Repository) -> None:
+    """distilld's attribute block in ``.git/info/attributes`` too: that file outranks every
+    ``.gitattributes`` of the tree, so a line someone adds after the block (``*.md text
+    eol=crlf``) cannot make a checkout, git's or libgit2's, convert a byte."""
+    path = Path(repo.path) / "info" / "attributes"
+    existing, wanted = _with_block_of(path, ATTRIBUTE_LINES)
     if wanted != existing:
         write_state_file(path, wanted.encode("utf-8"))
 
@@ -277,13 +282,7 @@ def write_managed_files(root: Path) -> list[str]:
     wrote: list[str] = []
     for name, lines in ((ATTRIBUTES, ATTRIBUTE_LINES), (IGNORE, ignore_lines())):
         path = root / name
-        try:
-            existing = path.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            existing = ""
-        except (OSError, UnicodeDecodeError) as error:
-            raise GitStoreError(f"{path}: cannot read it ({error}); fix or remove it, then run init again") from None
-        wanted = _with_block(existing, lines)
+        existing, wanted = _with_block_of(path, lines)
         if wanted != existing:
             fs.atomic_write(path, wanted.encode("utf-8"))
             wrote.append(name)
