@@ -29,7 +29,14 @@ from ..gitstore.integrate import integrate
 from ..gitstore.join_branch import choose_join_branch
 from ..gitstore.maintenance import pack_objects
 from ..gitstore.remote import fetch
-from ..gitstore.repo import InitReport, StoreRepo, busy_reason, init_store, open_store, write_managed_files
+from ..gitstore.repo import (
+    InitReport,
+    StoreRepo,
+    busy_reason,
+    init_store,
+    open_store,
+    write_managed_files,
+)
 from ..gitstore.sync import SyncReport, sync_store
 from ..gitstore.trees import head_commit
 from ..gitstore.verify import verify_pull

@@ -5,12 +5,19 @@ conversion. Real repositories and real git throughout."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pygit2
 import pytest
-from gitmachines import GitCli, Machine, Origin, pushed_machine, shared_files
+from distilld.actions.sync import run_init
+from distilld.gitstore import cli_join, gitcli
+from distilld.gitstore.errors import GitBusy, GitStoreError
+from gitmachines import GitCli, Machine, Origin, lifecycle_store, pushed_machine, shared_files
 
 
 def path_without_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -99,8 +106,6 @@ def trunk_origin(tmp_path: Path, head: str = "trunk") -> tuple[Origin, Machine]:
     repo = pygit2.init_repository(str(origin.path), bare=True, initial_head=head)
     assert repo.is_bare
     a = Machine("a", tmp_path / "a", origin)
-    from gitmachines import lifecycle_store
-
     lifecycle_store(a.root)
     a.init(branch="trunk")
     assert a.sync().pushed
@@ -130,8 +135,6 @@ def test_a_join_into_an_unborn_repository_on_another_branch_is_refused_naming_th
     b = Machine("b", tmp_path / "b", origin)
     b.root.mkdir()
     git(b.root, "init", "-q", "-b", "main")
-    from distilld.gitstore.errors import GitStoreError
-
     with pytest.raises(GitStoreError, match=r"no branch 'main'.*trunk.*--branch trunk"):
         b.init()
     assert origin.head("main") is None
@@ -151,8 +154,6 @@ def test_a_join_runs_again_after_the_joined_store_was_deleted(tmp_path: Path, or
     assert a.sync().pushed
     b = Machine("b", tmp_path / "b", origin)
     b.init()
-    import shutil
-
     shutil.rmtree(b.root)  # the user starts over
     outcome = b.init()
     assert outcome.checked_out == origin.head()
@@ -170,8 +171,6 @@ def test_a_join_where_another_store_stood_keeps_its_ledger_lines_aside_and_says_
     report, _ = other.gc()
     assert report.outcome is not None and report.outcome.moved
     old_ledger = other.read("archive/LEDGER.md")
-    import shutil
-
     shutil.rmtree(other.root)
     b = Machine("b", tmp_path / "b", origin)
     outcome = b.init()
@@ -190,9 +189,6 @@ def test_a_join_where_another_store_stood_keeps_its_ledger_lines_aside_and_says_
 def killed_join(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, origin: Origin, target: Path, step: str) -> int:
     """`distilld init --remote` in its own process, SIGKILLed by the fake git the moment it is
     asked for ``step`` (the step itself then runs on, orphaned, as a real git would)."""
-    import subprocess
-    import sys
-
     finished = tmp_path / f"{step}-finished"
     fake_git(monkeypatch, tmp_path, f'for a in "$@"; do [ "$a" = {step} ] && {{ kill -9 $PPID; "$REAL_GIT" "$@"; '
                                     f'touch "{finished}"; exit; }}; done\nexec "$REAL_GIT" "$@"', name=f"kill-at-{step}")
@@ -208,8 +204,6 @@ def test_a_join_killed_at_any_git_step_runs_again_to_the_same_store(
     b = Machine("b", tmp_path / "b", origin)
     assert killed_join(tmp_path, monkeypatch, origin, b.root, step) == -9
     monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])  # the real git again
-    import time
-
     deadline = time.monotonic() + 60
     while not (tmp_path / f"{step}-finished").exists():  # the orphaned git step finishes on its own
         assert time.monotonic() < deadline, f"the orphaned git {step} never finished"
@@ -226,8 +220,6 @@ def test_a_join_killed_at_any_git_step_runs_again_to_the_same_store(
 def test_a_relative_remote_path_is_kept_absolute_so_the_daemon_syncs_from_anywhere(
         tmp_path: Path, origin: Origin, monkeypatch: pytest.MonkeyPatch) -> None:
     a = pushed_machine(tmp_path, origin)
-    from distilld.actions.sync import run_init
-
     b = Machine("b", tmp_path / "b", origin)
     monkeypatch.chdir(tmp_path)
     outcome = run_init(Path("b"), b.policy, b.clock, remote_url="origin.git", identity=b.identity)
@@ -287,15 +279,10 @@ def test_a_git_too_old_for_the_joins_environment_is_not_asked_to_fetch(tmp_path:
 
 def test_a_git_that_hangs_is_given_up_on_and_leaves_no_process_behind(tmp_path: Path, origin: Origin,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    import time
-
-    import distilld.gitstore.cli_join as cli_join
-    import distilld.gitstore.gitcli as gitcli
-
     pushed_machine(tmp_path, origin)
     pids = tmp_path / "hung-pids"
     fake_git(monkeypatch, tmp_path, f'sleep 3600 & echo $! >> "{pids}"; wait')
-    monkeypatch.setattr(gitcli, "PROBE_TIMEOUT_SECONDS", 1.0, raising=False)
+    monkeypatch.setattr(gitcli, "PROBE_TIMEOUT_SECONDS", 1.0)
     monkeypatch.setattr(cli_join, "FETCH_TIMEOUT_SECONDS", 3.0)
     monkeypatch.setattr(cli_join, "LOCAL_TIMEOUT_SECONDS", 3.0)
     started = time.monotonic()
@@ -318,8 +305,6 @@ def _state(pid: int) -> str:
 
 def test_a_join_over_a_left_index_lock_names_the_lock_not_uncommitted_edits(
         tmp_path: Path, origin: Origin, git: GitCli) -> None:
-    from distilld.gitstore.errors import GitBusy
-
     pushed_machine(tmp_path, origin)
     b = Machine("b", tmp_path / "b", origin)
     b.root.mkdir()
@@ -337,8 +322,6 @@ def test_a_join_over_a_left_index_lock_names_the_lock_not_uncommitted_edits(
 # -- the target folder ------------------------------------------------------------------------
 
 def test_a_join_into_a_path_that_is_a_file_says_so(tmp_path: Path, origin: Origin) -> None:
-    from distilld.gitstore.errors import GitStoreError
-
     pushed_machine(tmp_path, origin)
     target = tmp_path / "b"
     target.write_bytes(b"not a folder\n")

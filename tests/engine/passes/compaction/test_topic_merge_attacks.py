@@ -28,8 +28,9 @@ from hostile import run_distilld
 POLICY = load_policy()
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 KNOWLEDGE = ("craft", "ops", "profile", "projects", "feedback", "evidence", "archive", "local", "inbox")
-NATO = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
-        "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+NATO = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
+        "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey",
+        "xray", "yankee", "zulu"]
 LINK_RE = re.compile(rb"\]\(((?:\.\./)*[a-z]+/[^)#\s]+\.md)\)")
 
 
