@@ -28,7 +28,7 @@ from ..gitstore.errors import CommitRefused, GitBusy, GitStoreError, NotAStoreRe
 from ..gitstore.integrate import integrate
 from ..gitstore.join_branch import choose_join_branch
 from ..gitstore.maintenance import pack_objects
-from ..gitstore.remote import fetch
+from ..gitstore.remote import fetch, tracking_head
 from ..gitstore.repo import (
     InitReport,
     StoreRepo,
@@ -108,9 +108,12 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
     hold = lock_holder(repo_store.root, policy)
     if repo_store.has_remote() and head_commit(repo_store.repo) is None:
         apply_timeouts()
-        choose_join_branch(repo_store, report, credentials, explicit=branch is not None)
         try:
             why_not = fetch(repo_store, credentials, with_cli=True)
+            # Only a remote without our branch is asked which ones it has (no extra round trip otherwise).
+            if tracking_head(repo_store) is None and choose_join_branch(repo_store, report, credentials,
+                                                                        explicit=branch is not None):
+                why_not = fetch(repo_store, credentials, with_cli=True)
             if why_not is not None:
                 report.notes.append(f"the fetch: {why_not}; libgit2 fetched the store instead")
         except RemoteError as error:

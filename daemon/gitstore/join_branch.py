@@ -28,16 +28,17 @@ def remote_branches(store: StoreRepo, credentials: Credentials | None) -> tuple[
 
 
 def choose_join_branch(store: StoreRepo, report: InitReport, credentials: Credentials | None,
-                       explicit: bool) -> None:
-    """Before a joining machine's first fetch (no commit yet): when the remote has branches but not
-    ours, follow its default (or only) branch if this run created the repository for an empty
-    folder, else stop and say which branches it has. ``explicit``: --branch was given."""
-    found = remote_branches(store, credentials)
-    if found is None or explicit:
-        return
+                       explicit: bool) -> bool:
+    """After a joining machine's first fetch (no commit yet) found no branch of ours: when the
+    remote has other branches, follow its default (or only) one if this run created the
+    repository for an empty folder (True: fetch again), else stop and say which branches it has.
+    ``explicit``: --branch was given, and is kept."""
+    found = None if explicit else remote_branches(store, credentials)
+    if found is None:
+        return False
     names, default = found
     if not names or store.branch in names:
-        return
+        return False
     pick = default or (names[0] if len(names) == 1 else None)
     if pick is not None and report.created and not (store.root / SPINE).exists():
         wanted = store.branch
@@ -46,7 +47,7 @@ def choose_join_branch(store: StoreRepo, report: InitReport, credentials: Creden
         store.branch = report.branch = pick
         report.notes.append(f"the remote keeps the store on branch {pick!r} and has no {wanted!r}: "
                             f"this machine follows {pick!r}")
-        return
+        return True
     suggestion = pick or names[0]
     raise GitStoreError(f"{store.root}: the remote has no branch {store.branch!r} (its branches: {', '.join(names)}); "
                         f"pass --branch {suggestion} to join the store kept there, or --branch {store.branch} to "
