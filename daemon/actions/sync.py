@@ -16,18 +16,27 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.guard import guarded_pass
+from ..engine.guard import guarded_pass, set_aside_seen_ledger, settle_set_aside_ledger
 from ..engine.lock import AcquireKind, StoreLock, default_owner
 from ..engine.recovery import interrupted_passes
 from ..errors import LockHeld, LockLost
 from ..gitstore.agent_changes import commit_agent_changes, work_tree_ids, working_changes
 from ..gitstore.auth import Credentials, apply_timeouts
+from ..gitstore.cli_join import transport
 from ..gitstore.commit import CommitResult, Identity, commit_operation, new_pass_id
 from ..gitstore.errors import CommitRefused, GitBusy, GitStoreError, NotAStoreRepo, RemoteError
 from ..gitstore.integrate import integrate
+from ..gitstore.join_branch import choose_join_branch
 from ..gitstore.maintenance import pack_objects
-from ..gitstore.remote import fetch
-from ..gitstore.repo import InitReport, StoreRepo, init_store, open_store, write_managed_files
+from ..gitstore.remote import fetch, tracking_head
+from ..gitstore.repo import (
+    InitReport,
+    StoreRepo,
+    busy_reason,
+    init_store,
+    open_store,
+    write_managed_files,
+)
 from ..gitstore.sync import SyncReport, sync_store
 from ..gitstore.trees import head_commit
 from ..gitstore.verify import verify_pull
@@ -80,25 +89,48 @@ class InitOutcome:
         }
 
 
+def absolute_remote(url: str | None) -> str | None:
+    """A remote given as a relative path, made absolute, as `git clone` records it: kept as given,
+    git (run in the store) and the daemon (run from anywhere) would each read it elsewhere."""
+    if url is None or transport(url) != "local" or url.lower().startswith("file://") or Path(url).is_absolute():
+        return url
+    return str(Path(url).expanduser().absolute())
+
+
 def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_url: str | None = None,
              branch: str | None = None, identity: Identity = DEFAULT_IDENTITY,
              credentials: Credentials | None = None, pack: bool = True) -> InitOutcome:
     """Adopt or create the store's repository. With a remote and no commit yet, the remote's
     branch is checked out first (a second machine joining); then whatever is shared and not yet
     committed (the attribute and ignore files included) becomes the first commit."""
-    repo_store, report = init_store(store, branch, remote_url)
+    repo_store, report = init_store(store, branch, absolute_remote(remote_url))
     outcome = InitOutcome(report)
     hold = lock_holder(repo_store.root, policy)
     if repo_store.has_remote() and head_commit(repo_store.repo) is None:
         apply_timeouts()
         try:
-            fetch(repo_store, credentials, with_cli=True)
+            why_not = fetch(repo_store, credentials, with_cli=True)
+            # Only a remote without our branch is asked which ones it has (no extra round trip otherwise).
+            if tracking_head(repo_store) is None and choose_join_branch(repo_store, report, credentials,
+                                                                        explicit=branch is not None):
+                why_not = fetch(repo_store, credentials, with_cli=True)
+            if why_not is not None:
+                report.notes.append(f"the fetch: {why_not}; libgit2 fetched the store instead")
         except RemoteError as error:
             report.notes.append(f"{error}; `distilld sync` tries again")
         else:
-            with hold():
-                now = clock()
-                done = integrate(repo_store, now, identity.signature(now), policy.limits)
+            busy = busy_reason(repo_store)  # a git killed mid-checkout leaves index.lock: say so, not "edits"
+            if busy is not None:
+                raise GitBusy(f"{repo_store.root}: cannot check out {repo_store.remote}/{repo_store.branch} now: {busy}")
+            aside = set_aside_seen_ledger(repo_store.root, clock().strftime("%Y%m%dT%H%M%SZ"))
+            try:
+                with hold():
+                    now = clock()
+                    done = integrate(repo_store, now, identity.signature(now), policy.limits)
+            finally:
+                kept = settle_set_aside_ledger(repo_store.root, aside) if aside is not None else None
+                report.notes += [kept] if kept else []
+            report.notes += done.notes
             if done.kind == "blocked":
                 raise GitStoreError(f"{repo_store.root}: cannot check out {repo_store.remote}/{repo_store.branch}: "
                                     f"{done.reason}")

@@ -164,6 +164,29 @@ def remember_ledger(root: Path) -> None:
     fs.atomic_write(copy, current, mode=0o600)
 
 
+def set_aside_seen_ledger(root: Path, stamp: str) -> Path | None:
+    """Before a joining machine's first checkout (the repository holds no commit yet): the copy
+    the state folder keeps belongs to whatever stood at this path before (a store deleted to
+    join again, another store). Renamed aside, never removed, so that it cannot stop the join."""
+    copy = seen_ledger_path(root)
+    if not copy.exists():
+        return None
+    aside = copy.with_name(f"LEDGER.seen.before-join-{stamp}.md")
+    os.replace(copy, aside)
+    return aside
+
+
+def settle_set_aside_ledger(root: Path, aside: Path) -> str | None:
+    """After the join: the set-aside copy goes when the store's ledger holds every line of it;
+    otherwise it stays, and the note returned says how many lines and where they are."""
+    lines = lost_lines(_read(aside) or b"", _read(root / LEDGER) or b"")
+    if not lines:
+        aside.unlink()
+        return None
+    return (f"{len(lines)} ledger line(s) an earlier store at this path had are not in the joined store's "
+            f"ledger: kept in {aside}; add them back by hand if they belong to this store")
+
+
 # -- the pass -------------------------------------------------------------------------------
 
 def check_before_writing(root: Path) -> None:

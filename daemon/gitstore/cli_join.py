@@ -16,7 +16,7 @@ import shlex
 import pygit2
 
 from .auth import CONNECT_TIMEOUT_MS, IO_TIMEOUT_MS, Credentials
-from .gitcli import GitCliFailed, run_git
+from .gitcli import GitCliFailed, join_git_problem, run_git
 from .repo import StoreRepo
 
 FETCH_TIMEOUT_SECONDS = 3600.0  # the whole transfer; a stalled one stops after the I/O timeout
@@ -90,6 +90,9 @@ def fetch_env(url: str, credentials: Credentials) -> dict[str, str] | None:
 
 def fetch_with_cli(store: StoreRepo, credentials: Credentials | None) -> str | None:
     """Fetch the branch into its tracking ref with git; None when done, else why not."""
+    problem = join_git_problem()
+    if problem is not None:
+        return problem
     try:
         url = store.repo.remotes[store.remote].url
     except KeyError:
@@ -111,6 +114,8 @@ def fetch_with_cli(store: StoreRepo, credentials: Credentials | None) -> str | N
 def marker_candidates(store: StoreRepo, commit: pygit2.Oid) -> set[str] | None:
     """The paths of ``commit`` with a line starting ``<<<<<<<``: every file that can hold a
     conflict (and more), found by git grep over the commit's blobs. None when git could not."""
+    if join_git_problem() is not None:
+        return None
     try:
         done = run_git(store.root, ["grep", "--no-color", "-l", "-z", "-G", "--no-textconv", "-e", "^<<<<<<<",
                                     str(commit), "--"], LOCAL_TIMEOUT_SECONDS, accept=(0, 1))
@@ -121,17 +126,20 @@ def marker_candidates(store: StoreRepo, commit: pygit2.Oid) -> set[str] | None:
     return {name.removeprefix(prefix) for name in names if name}
 
 
-def checkout_with_cli(store: StoreRepo, commit: pygit2.Oid, why: str) -> bool:
+def checkout_with_cli(store: StoreRepo, commit: pygit2.Oid, why: str) -> str | None:
     """A first checkout of ``commit`` onto an unborn branch with git: the files and the index
     (``read-tree -m -u`` refuses to overwrite any file it does not track), then the branch,
-    created only if it still does not exist. False when git could not; the caller then checks
-    out with libgit2, which also says which files are in the way."""
+    created only if it still does not exist. None when done, else why git could not; the caller
+    then checks out with libgit2, which also says which files are in the way."""
+    problem = join_git_problem()
+    if problem is not None:
+        return problem
     try:
         # No sparse checkout from the user's configuration: libgit2 writes every file, and so must git.
         run_git(store.root, ["-c", "core.sparseCheckout=false", "read-tree", "-m", "-u", str(commit)],
                 LOCAL_TIMEOUT_SECONDS)
         run_git(store.root, ["update-ref", "-m", f"distilld: {why}", store.branch_ref, str(commit), ""],
                 LOCAL_TIMEOUT_SECONDS)
-    except GitCliFailed:
-        return False
-    return True
+    except GitCliFailed as error:
+        return str(error)
+    return None

@@ -10,7 +10,9 @@ configuration injected through the environment, and never a prompt.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,6 +24,14 @@ KEPT_VARIABLES: tuple[str, ...] = (
     "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "SSH_AUTH_SOCK", "http_proxy", "https_proxy", "no_proxy",
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "all_proxy",
 )
+
+
+# A join gives git distilld's credentials through GIT_CONFIG_COUNT (git 2.31): an older git
+# ignores it, and would run the user's own credential helpers.
+JOIN_MIN_VERSION = (2, 31)
+PROBE_TIMEOUT_SECONDS = 10.0  # `git --version`: a git that cannot answer this hangs on the rest too
+VERSION_RE = re.compile(rb"git version ((\d+)\.(\d+)\S*)")
+_probed: dict[tuple[str, int, int], str | None] = {}
 
 
 class GitCliFailed(Exception):
@@ -55,13 +65,67 @@ def run_git(root: Path, args: Sequence[str], timeout: float, env: Mapping[str, s
     git = git_executable()
     if git is None:
         raise GitCliFailed("git is not installed")
-    output = subprocess.DEVNULL if background else subprocess.PIPE
-    try:
-        done = subprocess.run([git, "-C", str(root), *args], stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-                              timeout=timeout, env=clean_env(env), check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise GitCliFailed(f"git {_command(args)} did not finish ({error})") from None
+    done = _run([git, "-C", str(root), *args], timeout, clean_env(env), background)
     if done.returncode not in accept:
         stderr = (done.stderr or b"").decode("utf-8", "replace").strip()
         raise GitCliFailed(f"git {_command(args)} failed ({done.returncode}): {stderr[:300]}")
     return done
+
+
+def _run(argv: list[str], timeout: float, env: dict[str, str], background: bool) -> subprocess.CompletedProcess[bytes]:
+    """Run git in a session of its own: when it does not finish in time (or we are interrupted),
+    the whole group goes, ssh and helpers included, not git alone."""
+    output = subprocess.DEVNULL if background else subprocess.PIPE
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env,
+                                   start_new_session=True)
+    except OSError as error:
+        raise GitCliFailed(f"git {_command(argv[3:])} did not start ({error})") from None
+    with process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            raise GitCliFailed(f"git {_command(argv[3:])} did not finish in {timeout:g} s") from None
+        except BaseException:
+            _kill_group(process)
+            raise
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def join_git_problem() -> str | None:
+    """Why the git command line cannot do a join's work (missing, not answering, too old), or
+    None when it can. Asked once per git binary (its path, size and time)."""
+    git = git_executable()
+    if git is None:
+        return "git is not installed"
+    try:
+        info = os.stat(git)
+    except OSError as error:
+        return f"git cannot be read ({error})"
+    key = (git, info.st_mtime_ns, info.st_size)
+    if key not in _probed:
+        _probed[key] = _probe(git)
+    return _probed[key]
+
+
+def _probe(git: str) -> str | None:
+    try:
+        done = _run([git, "--version"], PROBE_TIMEOUT_SECONDS, clean_env(), False)
+    except GitCliFailed:
+        return f"{git} --version did not answer in {PROBE_TIMEOUT_SECONDS:g} s"
+    found = VERSION_RE.search(done.stdout or b"")
+    if done.returncode != 0 or found is None:
+        return f"{git} --version did not say which git it is"
+    if (int(found.group(2)), int(found.group(3))) < JOIN_MIN_VERSION:
+        wanted = ".".join(map(str, JOIN_MIN_VERSION))
+        return f"git {found.group(1).decode()} is older than {wanted}, which a join needs"
+    return None

@@ -81,8 +81,13 @@ def _first_checkout_strategy(store: StoreRepo, incoming: Flat) -> CheckoutStrate
     remote's may be overwritten (nothing changes); any that differ stop the checkout, named."""
     # FORCE would also drop whatever the user staged that the remote does not have: with
     # anything in the index of an unborn branch, stop and say so instead.
-    staged = [entry.path for entry in store.repo.index]
-    if staged:
+    index = store.repo.index
+    index.read(False)
+    staged = [entry.path for entry in index]
+    # An index that is exactly the incoming tree is a first checkout killed before the branch
+    # was created (git's read-tree wrote it): finished below, as a copy already here.
+    killed_checkout = {entry.path: (entry.id, int(entry.mode)) for entry in index} == incoming
+    if staged and not killed_checkout:
         shown = ", ".join(staged[:10]) + (f" and {len(staged) - 10} more" if len(staged) > 10 else "")
         raise Blocked(f"files are staged in this repository before its first commit ({shown}); commit or "
                       "unstage them (`git reset`), then try again")
@@ -109,6 +114,7 @@ class Integration:
     commit: str | None = None
     inbox: list[str] = field(default_factory=list)
     resolutions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. why git's command line did not check out
 
 
 def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, limits: Limits,
@@ -131,9 +137,11 @@ def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, limi
             why = f"first checkout of {label}"
             # git is faster at writing a whole store; FORCE (a copy already here) stays libgit2's,
             # which alone can keep ignored files while overwriting identical tracked ones.
-            if strategy != CheckoutStrategy.SAFE or not checkout_with_cli(store, theirs.id, why):
+            why_not = checkout_with_cli(store, theirs.id, why) if strategy == CheckoutStrategy.SAFE else None
+            if strategy != CheckoutStrategy.SAFE or why_not is not None:
                 _checkout(store, None, theirs.id, why, strategy)
-            return Integration("first-checkout", old=None, new=theirs.tree, commit=str(theirs.id))
+            notes = [f"the first checkout: {why_not}; libgit2 checked out the store instead"] if why_not else []
+            return Integration("first-checkout", old=None, new=theirs.tree, commit=str(theirs.id), notes=notes)
         if head.id == theirs.id:
             return Integration("up-to-date")
         if repo.descendant_of(head.id, theirs.id):

@@ -16,11 +16,13 @@ class PushRejected(RemoteError):
     """The remote refused the push (it moved on meanwhile); fetch, integrate, and retry."""
 
 
-def fetch(store: StoreRepo, credentials: Credentials | None = None, with_cli: bool = False) -> None:
+def fetch(store: StoreRepo, credentials: Credentials | None = None, with_cli: bool = False) -> str | None:
     """Fetch the branch into its tracking ref. ``with_cli`` (a joining machine's fetch of the whole
-    history): by the git command line when it can, else, or when it fails, by libgit2."""
-    if with_cli and fetch_with_cli(store, credentials) is None:
-        return
+    history): by the git command line when it can, else, or when it fails, by libgit2; then the
+    reason git's command line did not do it is returned, for the join to say."""
+    why_not = fetch_with_cli(store, credentials) if with_cli else None
+    if with_cli and why_not is None:
+        return None
     try:
         remote = store.repo.remotes[store.remote]
     except KeyError:
@@ -30,6 +32,7 @@ def fetch(store: StoreRepo, credentials: Credentials | None = None, with_cli: bo
         remote.fetch([refspec], callbacks=StoreCallbacks(credentials))
     except (pygit2.GitError, OSError) as error:
         raise RemoteError(f"fetch from {remote.url} failed: {error}") from None
+    return why_not
 
 
 def push(store: StoreRepo, credentials: Credentials | None = None) -> None:

@@ -183,6 +183,12 @@ def current_branch(repo: pygit2.Repository) -> str | None:
     return name.removeprefix("refs/heads/") if name.startswith("refs/heads/") else None
 
 
+def _has_no_branch(repo: pygit2.Repository) -> bool:
+    """Is HEAD unborn with no branch at all (a fresh `git init`, or a join that never got its
+    first commit)? Then naming another branch switches nothing."""
+    return repo.head_is_unborn and not any(name.startswith("refs/heads/") for name in repo.references)
+
+
 def init_store(store: Path, branch: str | None = None, remote_url: str | None = None,
                remote: str = DEFAULT_REMOTE) -> tuple[StoreRepo, InitReport]:
     """Adopt the store's repository as it is, or create one on ``branch`` (default main).
@@ -192,6 +198,8 @@ def init_store(store: Path, branch: str | None = None, remote_url: str | None = 
     ignore files are ``write_managed_files``' job (after a first checkout, which they would block).
     """
     root = store.expanduser().resolve()
+    if root.exists() and not root.is_dir():
+        raise GitStoreError(f"{root} is a file, not a folder: pass the store's folder, or the path of a new one")
     root.mkdir(parents=True, exist_ok=True)
     repo = discover(root)
     created = repo is None
@@ -201,6 +209,9 @@ def init_store(store: Path, branch: str | None = None, remote_url: str | None = 
     if on is None:
         raise GitBusy(f"{root}: HEAD is detached; check out the branch distilld should keep the store on, "
                       "then run `distilld init` again")
+    if branch is not None and on != branch and _has_no_branch(repo):
+        repo.set_head(f"refs/heads/{branch}")  # no commit anywhere yet: nothing on disk changes
+        on = branch
     if branch is not None and on != branch:
         raise GitStoreError(f"{root}: the repository is on branch {on!r}, not {branch!r}; distilld never "
                             f"switches branches. Switch it yourself, or pass --branch {on}")
@@ -209,6 +220,7 @@ def init_store(store: Path, branch: str | None = None, remote_url: str | None = 
     config["core.safecrlf"] = False
     config[BRANCH_KEY] = on
     config[REMOTE_KEY] = remote
+    write_info_attributes(repo)
     report = InitReport(root, created, on, remote_url)
     if remote_url is not None:
         set_remote(repo, remote, remote_url)
@@ -244,18 +256,33 @@ def _with_block(existing: str, lines: tuple[str, ...]) -> str:
     return existing + block
 
 
+def _with_block_of(path: Path, lines: tuple[str, ...]) -> tuple[str, str]:
+    """(the file's text, the text with distilld's block of ``lines``); a missing file is empty."""
+    try:
+        existing = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        existing = ""
+    except (OSError, UnicodeDecodeError) as error:
+        raise GitStoreError(f"{path}: cannot read it ({error}); fix or remove it, then run init again") from None
+    return existing, _with_block(existing, lines)
+
+
+def write_info_attributes(repo: pygit2.Repository) -> None:
+    """distilld's attribute block in ``.git/info/attributes`` too: that file outranks every
+    ``.gitattributes`` of the tree, so a line someone adds after the block (``*.md text
+    eol=crlf``) cannot make a checkout, git's or libgit2's, convert a byte."""
+    path = Path(repo.path) / "info" / "attributes"
+    existing, wanted = _with_block_of(path, ATTRIBUTE_LINES)
+    if wanted != existing:
+        write_state_file(path, wanted.encode("utf-8"))
+
+
 def write_managed_files(root: Path) -> list[str]:
     """Write distilld's block of .gitattributes and .gitignore; the names of files changed."""
     wrote: list[str] = []
     for name, lines in ((ATTRIBUTES, ATTRIBUTE_LINES), (IGNORE, ignore_lines())):
         path = root / name
-        try:
-            existing = path.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            existing = ""
-        except (OSError, UnicodeDecodeError) as error:
-            raise GitStoreError(f"{path}: cannot read it ({error}); fix or remove it, then run init again") from None
-        wanted = _with_block(existing, lines)
+        existing, wanted = _with_block_of(path, lines)
         if wanted != existing:
             fs.atomic_write(path, wanted.encode("utf-8"))
             wrote.append(name)

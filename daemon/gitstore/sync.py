@@ -29,7 +29,7 @@ from .commit import Identity, new_pass_id
 from .errors import GitBusy, RemoteError
 from .integrate import integrate
 from .remote import PushRejected, ahead_behind, fetch, push, tracking_head
-from .repo import MANAGED_FILES, StoreRepo, busy_reason
+from .repo import MANAGED_FILES, StoreRepo, busy_reason, write_info_attributes
 from .sync_state import SyncState, backoff_seconds, load_state, save_state
 from .trees import head_commit
 from .verify import verify_pulled
@@ -258,6 +258,7 @@ def sync_store(store: StoreRepo, clock: Callable[[], datetime], identity: Identi
     """One sync: skipped while git is busy (or, when ``scheduled``, while backing off); a
     manual run ignores the backoff. ``hold_lock`` takes the store's .lock (raising GitBusy
     when a distiller holds it)."""
+    write_info_attributes(store.repo)  # a repository set up by an older distilld has none yet
     run = _Run(store, clock, identity, hold_lock, credentials, quiet_seconds, limits, wall, token)
     run.commit_agents = commit_agents
     return run.run(scheduled)

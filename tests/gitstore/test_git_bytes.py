@@ -107,8 +107,9 @@ def test_crlf_and_archived_files_arrive_byte_identical(tmp_path: Path, origin: O
 
 
 def test_a_mismatch_after_a_pull_is_reported_loudly(tmp_path: Path, origin: Origin) -> None:
-    """A machine whose own git converts line endings (here: its .git/info/attributes, which
-    outranks the store's .gitattributes) is caught by the byte check after the pull."""
+    """A machine whose own git converts line endings (here: a line of its .git/info/attributes,
+    which outranks the store's .gitattributes, after distilld's own block there) is caught by the
+    byte check after the pull."""
     a = Machine("a", tmp_path / "a", origin)
     lifecycle_store(a.root)
     a.init()
@@ -116,7 +117,8 @@ def test_a_mismatch_after_a_pull_is_reported_loudly(tmp_path: Path, origin: Orig
     b = Machine("b", tmp_path / "b", origin)
     b.init()
     (b.root / ".git" / "info").mkdir(exist_ok=True)
-    (b.root / ".git" / "info" / "attributes").write_text("* text eol=crlf\n")
+    info = b.root / ".git" / "info" / "attributes"
+    info.write_text(info.read_text() + "* text eol=crlf\n")
     a.append("craft/testing.md", "- Arrives converted on B.\n")
     assert a.sync().pushed
     report = b.sync()

@@ -127,11 +127,11 @@ def test_bytes_changed_under_the_checkout_are_reported_either_way(tmp_path: Path
     victim = "craft/testing.md"
     real_cli, real_libgit2 = integrate_module.checkout_with_cli, integrate_module._checkout
 
-    def cli_then_tamper(store: object, *args: object) -> bool:
-        done = real_cli(store, *args)  # type: ignore[arg-type]
-        if done:
+    def cli_then_tamper(store: object, *args: object) -> str | None:
+        why_not = real_cli(store, *args)  # type: ignore[arg-type]
+        if why_not is None:  # git checked out
             (tmp_path / "b" / victim).write_bytes(b"changed behind the checkout's back\n")
-        return done
+        return why_not
 
     def libgit2_then_tamper(store: object, *args: object, **kwargs: object) -> None:
         real_libgit2(store, *args, **kwargs)  # type: ignore[arg-type]
