@@ -145,8 +145,8 @@ def test_a_wait_for_a_holder_is_told_once_and_an_acquire_without_wait_tells_noth
         make(store, "beta", clock).acquire()
     assert told == []  # no wait asked: nothing to say
     with pytest.raises(LockHeld):
-        make(store, "beta", clock).acquire(wait=0.3)  # polls about six times
-    assert told == [(store, "alpha", 7, 0.3)]
+        make(store, "beta", clock).acquire(wait=0.1)  # polls about twice
+    assert told == [(store, "alpha", 7, 0.1)]
     make(store, "alpha", clock).release()
     make(store, "beta", clock).acquire(wait=5)  # free at once: no wait, nothing said
     assert len(told) == 1
@@ -157,21 +157,23 @@ def test_acquire_wait_polls_until_the_deadline(store: Path, clock: FakeClock) ->
     started = time.monotonic()
 
     with pytest.raises(LockHeld):
-        make(store, "beta", clock, poll_seconds=0.05).acquire(wait=0.3)
+        make(store, "beta", clock, poll_seconds=0.02).acquire(wait=0.1)
 
     # The deadline runs on the monotonic clock, so the frozen fake clock cannot stretch it.
-    assert 0.29 <= time.monotonic() - started < 2
+    assert 0.1 <= time.monotonic() - started < 2
 
 
-def test_acquire_wait_gets_the_lock_once_released(store: Path, clock: FakeClock) -> None:
+def test_acquire_wait_gets_the_lock_once_released(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from distilld.engine import lock as lock_package
+
     alpha = make(store, "alpha", clock)
     alpha.acquire()
-    releaser = threading.Timer(0.2, alpha.release)
-    releaser.start()
-    try:
-        result = make(store, "beta", clock, poll_seconds=0.05).acquire(wait=5)
-    finally:
-        releaser.join()
+    # Released once beta has found it held and starts waiting: the next poll must take it.
+    monkeypatch.setattr(lock_package, "waiting_hook", lambda *args: alpha.release())
+
+    result = make(store, "beta", clock, poll_seconds=0.05).acquire(wait=5)
 
     assert result.kind is AcquireKind.ACQUIRED
     assert read_lock(store) == LockLine("beta", T0)
@@ -395,7 +397,7 @@ def test_takeover_mutex_is_created_and_never_deleted(store: Path, clock: FakeClo
 
 
 def test_a_busy_mutex_means_lost_or_contended(store: Path, clock: FakeClock) -> None:
-    alpha = make(store, "alpha", clock, takeover_wait_seconds=0.2)
+    alpha = make(store, "alpha", clock, takeover_wait_seconds=0.05)
     alpha.acquire()
     before = lock_text(store)
     holder = os.open(store / ".lock.takeover", os.O_RDONLY | os.O_CREAT)
@@ -408,7 +410,7 @@ def test_a_busy_mutex_means_lost_or_contended(store: Path, clock: FakeClock) -> 
             alpha.release()
         clock.advance(300)
         with pytest.raises(LockHeld, match="contended") as caught:
-            make(store, "beta", clock, takeover_wait_seconds=0.2).acquire()
+            make(store, "beta", clock, takeover_wait_seconds=0.05).acquire()
         assert caught.value.owner is None
         assert lock_text(store) == before
     finally:
