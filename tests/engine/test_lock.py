@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -420,7 +421,75 @@ def test_a_busy_mutex_means_lost_or_contended(store: Path, clock: FakeClock) -> 
     assert not (store / ".lock").exists()
 
 
+def test_a_takeover_waits_for_the_mutex_holder_to_let_go(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from distilld.engine.lock import mutex as mutex_module
+
+    (store / ".lock").write_text("ghost 1000 1970-01-01T00:16:40Z\n")
+    holder = os.open(store / ".lock.takeover", os.O_RDONLY | os.O_CREAT)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    waits: list[float] = []
+
+    def holder_lets_go_while_we_wait(seconds: float) -> None:
+        waits.append(seconds)
+        fcntl.flock(holder, fcntl.LOCK_UN)
+
+    monkeypatch.setattr(mutex_module, "time", SimpleNamespace(monotonic=time.monotonic,
+                                                              sleep=holder_lets_go_while_we_wait))
+    try:
+        result = make(store, "beta", clock, takeover_wait_seconds=10).acquire()
+    finally:
+        os.close(holder)
+
+    assert result.kind is AcquireKind.TOOK_OVER and result.previous_owner == "ghost"
+    assert waits == [LockTimings().mutex_poll_seconds]  # one poll (the script's 50 ms), not the whole wait
+    assert lock_text(store) == f"beta {T0} {ISO0}\n"
+
+
+def test_a_link_at_the_mutex_name_is_refused_and_never_followed(store: Path, clock: FakeClock) -> None:
+    alpha = make(store, "alpha", clock)
+    alpha.acquire()
+    outside = store.parent / "elsewhere"
+    (store / ".lock.takeover").symlink_to(outside)
+
+    with pytest.raises(LockIOError) as caught:
+        alpha.heartbeat()
+
+    assert str(caught.value).startswith(f"{store / '.lock.takeover'}: cannot open the takeover mutex (")
+    assert not outside.exists()
+    (store / ".lock.takeover").unlink()
+    alpha.release()  # the refusal changed nothing: the lock is still alpha's
+
+
 # -- status, owners, formats -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hard_links", [True, False])
+def test_the_lock_files_are_plain_files_anyone_may_read(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, hard_links: bool
+) -> None:
+    # rw-r--r-- under the usual umask, as the script's shell redirections make them: no
+    # execute bit, and readable by whoever checks the lock.
+    if not hard_links:
+        monkeypatch.setattr(os, "link", _failing(errno.EPERM))
+    def modes() -> dict[str, str]:
+        return {p.name: oct(stat.S_IMODE(p.lstat().st_mode)) for p in store.iterdir()}
+
+    old_umask = os.umask(0o022)
+    try:
+        make(store, "alpha", clock).acquire()
+        created = modes()
+        clock.advance(300)
+        make(store, "beta", clock).acquire()  # a takeover: the mutex and a swapped-in line
+        taken_over = modes()
+    finally:
+        os.umask(old_umask)
+
+    assert created == {".lock": "0o644", ".status": "0o644"}
+    assert taken_over == {".lock": "0o644", ".status": "0o644", ".lock.takeover": "0o644"}
 
 
 def test_lock_status_forms(store: Path, clock: FakeClock) -> None:
@@ -531,6 +600,57 @@ def test_status_write_failure_after_takeover_drops_the_lock(store: Path, clock: 
     assert not (store / ".lock").exists()
 
 
+def test_a_fresh_lock_that_cannot_be_dropped_after_a_failed_status_is_said_to_go_stale(
+    store: Path, clock: FakeClock
+) -> None:
+    (store / ".status").mkdir()
+    holder = os.open(store / ".lock.takeover", os.O_RDONLY | os.O_CREAT)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # another client holds the mutex the drop needs
+        with pytest.raises(LockIOError) as caught:
+            make(store, "alpha", clock, takeover_wait_seconds=0.05).acquire()
+    finally:
+        os.close(holder)
+
+    assert "(the lock could not be dropped and goes stale)" in str(caught.value)
+    assert lock_text(store) == f"alpha {T0} {ISO0}\n"  # left behind: it ages out like any other
+
+
+def test_a_taken_over_lock_that_cannot_be_removed_after_a_failed_status_is_said_to_go_stale(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (store / ".lock").write_text("ghost 1000 1970-01-01T00:16:40Z\n")
+    (store / ".status").mkdir()
+    unlink = os.unlink
+
+    def unlink_all_but_the_lock(path: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(path).name == ".lock":
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+        unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink_all_but_the_lock)
+    with pytest.raises(LockIOError) as caught:
+        make(store, "beta", clock).acquire()
+    monkeypatch.undo()
+
+    assert "(the lock could not be dropped and goes stale)" in str(caught.value)
+    assert lock_text(store) == f"beta {T0} {ISO0}\n"
+
+
+def test_a_link_planted_at_the_status_temp_name_is_never_written_through(
+    store: Path, clock: FakeClock
+) -> None:
+    victim = store.parent / "victim.md"
+    victim.write_bytes(b"knowledge\n")
+    (store / f".status.tmp.{os.getpid()}").symlink_to(victim)  # the temp name is predictable
+
+    with pytest.raises(LockIOError, match="dropped"):
+        make(store, "alpha", clock).acquire()
+
+    assert victim.read_bytes() == b"knowledge\n"
+    assert not (store / ".status").exists() and not (store / ".lock").exists()
+
+
 def _failing(errnum: int) -> Any:
     def fail(*args: object, **kwargs: object) -> None:
         raise OSError(errnum, os.strerror(errnum))
@@ -580,8 +700,16 @@ def test_without_hard_links_acquire_falls_back_to_exclusive_create(
 
 
 def test_missing_store_root_is_an_io_error(tmp_path: Path) -> None:
-    with pytest.raises(LockIOError):
+    with pytest.raises(LockIOError) as caught:
         StoreLock(tmp_path / "nowhere", "alpha").acquire()
+
+    # The file, what failed and why in the system's words, and what to do about it.
+    assert re.fullmatch(
+        rf"{re.escape(str(tmp_path / 'nowhere'))}/\.lock\.new\.{os.getpid()}\.[0-9a-f]{{8}}: cannot create a "
+        r"temp file for the lock \(No such file or directory\); treat the lock as lost, and check the "
+        r"store directory's permissions and free space",
+        str(caught.value),
+    )
 
 
 # -- real processes --------------------------------------------------------------------------
