@@ -240,6 +240,19 @@ def test_malformed_lock_ages_by_mtime(store: Path, clock: FakeClock, content: by
     assert lock_text(store) == f"beta {T0} {ISO0}\n"
 
 
+def test_a_lock_with_an_epoch_of_ten_thousand_digits_is_read_without_failing(
+    store: Path, clock: FakeClock
+) -> None:
+    # More digits than int() converts by default (4300): only the head of the line is read.
+    (store / ".lock").write_bytes(b"alpha " + b"9" * 10_000 + b" 2026-11-29T22:26:30Z\n")
+
+    line = read_lock(store)
+
+    assert line is not None and line.owner == "alpha" and line.epoch > 10**4000
+    with pytest.raises(LockHeld):  # a line from the far future is fresh: it blocks, it does not crash
+        make(store, "beta", clock).acquire()
+
+
 def test_unreadable_lock_counts_as_malformed(store: Path, clock: FakeClock) -> None:
     (store / ".lock").mkdir()  # reading a directory fails even as root
     os.utime(store / ".lock", (T0 - 10, T0 - 10))
@@ -421,32 +434,73 @@ def test_a_busy_mutex_means_lost_or_contended(store: Path, clock: FakeClock) -> 
     assert not (store / ".lock").exists()
 
 
-def test_a_takeover_waits_for_the_mutex_holder_to_let_go(
-    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from types import SimpleNamespace
+class StoppedTime:
+    """Stands in for the mutex's ``time``: the monotonic clock moves only when the mutex sleeps,
+    and each sleep may let the holder go."""
 
+    def __init__(self, holder: int, lets_go_after: int | None) -> None:
+        self.now = 1000.0
+        self.holder = holder
+        self.lets_go_after = lets_go_after
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        if len(self.sleeps) == self.lets_go_after:
+            fcntl.flock(self.holder, fcntl.LOCK_UN)
+
+
+@pytest.mark.parametrize("lets_go_after", [1, 3, None])
+def test_a_takeover_polls_the_mutex_until_its_wait_runs_out(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, lets_go_after: int | None
+) -> None:
     from distilld.engine.lock import mutex as mutex_module
 
     (store / ".lock").write_text("ghost 1000 1970-01-01T00:16:40Z\n")
     holder = os.open(store / ".lock.takeover", os.O_RDONLY | os.O_CREAT)
     fcntl.flock(holder, fcntl.LOCK_EX)
-    waits: list[float] = []
-
-    def holder_lets_go_while_we_wait(seconds: float) -> None:
-        waits.append(seconds)
-        fcntl.flock(holder, fcntl.LOCK_UN)
-
-    monkeypatch.setattr(mutex_module, "time", SimpleNamespace(monotonic=time.monotonic,
-                                                              sleep=holder_lets_go_while_we_wait))
+    stopped = StoppedTime(holder, lets_go_after)
+    monkeypatch.setattr(mutex_module, "time", stopped)
+    # Sums of eighths are exact: the fourth poll ends the half-second wait to the bit.
+    beta = StoreLock(store, "beta", takeover_wait_seconds=0.5, clock=clock,
+                     timings=LockTimings(mutex_poll_seconds=0.125))
     try:
-        result = make(store, "beta", clock, takeover_wait_seconds=10).acquire()
+        if lets_go_after is None:
+            with pytest.raises(LockHeld, match="contended"):
+                beta.acquire()
+        else:
+            result = beta.acquire()
     finally:
         os.close(holder)
 
-    assert result.kind is AcquireKind.TOOK_OVER and result.previous_owner == "ghost"
-    assert waits == [LockTimings().mutex_poll_seconds]  # one poll (the script's 50 ms), not the whole wait
-    assert lock_text(store) == f"beta {T0} {ISO0}\n"
+    if lets_go_after is None:  # tried at the start and after each poll, and not past the deadline
+        assert stopped.sleeps == [0.125] * 4
+        assert lock_text(store).startswith("ghost ")
+    else:
+        assert stopped.sleeps == [0.125] * lets_go_after
+        assert (result.kind, result.previous_owner) == (AcquireKind.TOOK_OVER, "ghost")
+        assert lock_text(store) == f"beta {T0} {ISO0}\n"
+
+
+def test_a_mutex_that_cannot_be_locked_is_an_io_error(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alpha = make(store, "alpha", clock)
+    alpha.acquire()
+    monkeypatch.setattr(fcntl, "flock", _failing(errno.ENOLCK))  # a network file system without locks
+
+    with pytest.raises(LockIOError) as caught:
+        alpha.heartbeat()
+
+    monkeypatch.undo()
+    assert str(caught.value).startswith(
+        f"{store / '.lock.takeover'}: cannot lock the takeover mutex (No locks available); treat the lock as lost"
+    )
+    alpha.release()
 
 
 def test_a_link_at_the_mutex_name_is_refused_and_never_followed(store: Path, clock: FakeClock) -> None:
@@ -508,6 +562,9 @@ def test_lock_status_forms(store: Path, clock: FakeClock) -> None:
 def test_bad_owner_names_are_usage_errors(store: Path, owner: str) -> None:
     with pytest.raises(LockUsageError) as caught:
         StoreLock(store, owner)
+    assert str(caught.value) == (
+        f"lock owner {owner!r}: use only letters, digits and . _ : - (at least one character)"
+    )
     assert caught.value.exit_code == 2
     assert isinstance(caught.value, ValueError)
     assert not any(store.iterdir())
