@@ -240,6 +240,30 @@ def test_malformed_lock_ages_by_mtime(store: Path, clock: FakeClock, content: by
     assert lock_text(store) == f"beta {T0} {ISO0}\n"
 
 
+@pytest.mark.parametrize("content", [b"alpha 1795991190", b"alpha 1795991190\n", b" alpha\t1795991190 \r\n"])
+def test_a_lock_line_without_its_iso_stamp_still_names_its_owner_and_epoch(
+    store: Path, clock: FakeClock, content: bytes
+) -> None:
+    # The script's read_lock takes the first two words; the stamp is for people.
+    (store / ".lock").write_bytes(content)
+
+    assert read_lock(store) == LockLine("alpha", T0)
+    assert str(lock_status(store, 300, clock)) == "held alpha 0s"
+
+
+def test_a_lock_that_cannot_even_be_looked_at_is_an_io_error(store: Path) -> None:
+    (store / ".lock").symlink_to(".lock")  # a link to itself: open and stat both fail
+
+    with pytest.raises(LockIOError) as caught:
+        lock_status(store)
+
+    assert str(caught.value) == (
+        f"{store / '.lock'}: cannot read the lock (Too many levels of symbolic links); "
+        "check the store's permissions"
+    )
+    assert caught.value.exit_code == 4
+
+
 def test_a_lock_with_an_epoch_of_ten_thousand_digits_is_read_without_failing(
     store: Path, clock: FakeClock
 ) -> None:
