@@ -756,17 +756,69 @@ def test_failed_rename_on_heartbeat_keeps_the_old_line(
     alpha.heartbeat()  # still ours: the failed attempt changed nothing
 
 
-@pytest.mark.parametrize("target", ["link", "fsync", "write"])
+@pytest.mark.parametrize(
+    ("target", "failed"),
+    [("link", ".lock: cannot create the lock"), ("fsync", "cannot create a temp file for the lock"),
+     ("write", "cannot create a temp file for the lock")],
+)
 def test_failed_create_leaves_no_lock_and_no_temp(
-    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, target: str
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, target: str, failed: str
 ) -> None:
     monkeypatch.setattr(os, target, _failing(errno.EIO))
 
-    with pytest.raises(LockIOError):
+    with pytest.raises(LockIOError) as caught:
         make(store, "alpha", clock).acquire()
 
     monkeypatch.undo()
+    assert f"{failed} (Input/output error); treat the lock as lost" in str(caught.value)
     assert not (store / ".lock").exists()
+
+
+@pytest.mark.parametrize("hard_links", [True, False])
+def test_a_racer_that_creates_the_lock_just_before_us_wins(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, hard_links: bool
+) -> None:
+    # We saw no lock; the racer's line lands between that look and our test-and-set.
+    link = os.link
+
+    def racer_first(source: Any, target: Any, *args: Any, **kwargs: Any) -> None:
+        Path(target).write_bytes(LockLine("racer", T0).encode())
+        if not hard_links:
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+        link(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", racer_first)
+    with pytest.raises(LockHeld) as caught:
+        make(store, "alpha", clock).acquire()
+    monkeypatch.undo()
+
+    assert (caught.value.owner, caught.value.age) == ("racer", 0)
+    assert lock_text(store) == f"racer {T0} {ISO0}\n"
+    assert not (store / ".status").exists()  # the loser writes nothing
+
+
+@pytest.mark.parametrize("kind", ["new", "swap"])
+def test_a_file_at_the_lock_temp_name_is_never_overwritten(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    import secrets
+
+    alpha = make(store, "alpha", clock)
+    if kind == "swap":
+        alpha.acquire()
+        clock.advance(10)
+    before = (store / ".lock").read_bytes() if kind == "swap" else None
+    monkeypatch.setattr(secrets, "token_hex", lambda nbytes: "0" * 2 * nbytes)
+    planted = store / f".lock.{kind}.{os.getpid()}.00000000"
+    planted.write_bytes(b"someone else's\n")
+
+    with pytest.raises(LockIOError, match="cannot create a temp file for the lock \\(File exists\\)"):
+        alpha.heartbeat() if kind == "swap" else alpha.acquire()
+
+    assert planted.read_bytes() == b"someone else's\n"
+    planted.unlink()
+    # A heartbeat leaves the old line; an acquire leaves no lock.
+    assert ((store / ".lock").read_bytes() if (store / ".lock").exists() else None) == before
 
 
 def test_without_hard_links_acquire_falls_back_to_exclusive_create(
