@@ -702,14 +702,7 @@ def test_a_taken_over_lock_that_cannot_be_removed_after_a_failed_status_is_said_
 ) -> None:
     (store / ".lock").write_text("ghost 1000 1970-01-01T00:16:40Z\n")
     (store / ".status").mkdir()
-    unlink = os.unlink
-
-    def unlink_all_but_the_lock(path: Any, *args: Any, **kwargs: Any) -> None:
-        if Path(path).name == ".lock":
-            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
-        unlink(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "unlink", unlink_all_but_the_lock)
+    monkeypatch.setattr(os, "unlink", _unlink_all_but_the_lock(os.unlink))
     with pytest.raises(LockIOError) as caught:
         make(store, "beta", clock).acquire()
     monkeypatch.undo()
@@ -732,6 +725,17 @@ def test_a_link_planted_at_the_status_temp_name_is_never_written_through(
     assert not (store / ".status").exists() and not (store / ".lock").exists()
 
 
+def _unlink_all_but_the_lock(unlink: Any) -> Any:
+    """os.unlink, except that removing `.lock` is refused (EACCES)."""
+
+    def unlink_others(path: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(path).name == ".lock":
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+        unlink(path, *args, **kwargs)
+
+    return unlink_others
+
+
 def _failing(errnum: int) -> Any:
     def fail(*args: object, **kwargs: object) -> None:
         raise OSError(errnum, os.strerror(errnum))
@@ -748,12 +752,30 @@ def test_failed_rename_on_heartbeat_keeps_the_old_line(
     clock.advance(10)
     monkeypatch.setattr(os, "replace", _failing(errno.EIO))
 
-    with pytest.raises(LockIOError):
+    with pytest.raises(LockIOError) as caught:
         alpha.heartbeat(step=1, signals=1)
 
     monkeypatch.undo()
+    assert str(caught.value).startswith(f"{store / '.lock'}: cannot replace the lock (Input/output error); ")
     assert lock_text(store) == before
     alpha.heartbeat()  # still ours: the failed attempt changed nothing
+
+
+def test_a_lock_that_cannot_be_removed_on_release_stays_ours(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alpha = make(store, "alpha", clock)
+    alpha.acquire()
+    before = lock_text(store)
+    monkeypatch.setattr(os, "unlink", _unlink_all_but_the_lock(os.unlink))
+    with pytest.raises(LockIOError) as caught:
+        alpha.release()
+    monkeypatch.undo()
+
+    assert str(caught.value).startswith(f"{store / '.lock'}: cannot remove the lock (Permission denied); ")
+    assert lock_text(store) == before
+    alpha.release()  # still ours, so releasing again once the cause is gone works
+    assert not (store / ".lock").exists()
 
 
 @pytest.mark.parametrize(
