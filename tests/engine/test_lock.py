@@ -571,7 +571,10 @@ def test_the_lock_files_are_plain_files_anyone_may_read(
 
 
 def test_lock_status_forms(store: Path, clock: FakeClock) -> None:
-    assert str(lock_status(store, 300, clock)) == "free"
+    free = lock_status(store, 300, clock)
+    assert str(free) == "free"
+    # What `distilld status --json` shows of a free lock: no owner and no age, not empty ones.
+    assert (free.kind.value, free.owner, free.age) == ("free", None, None)
     make(store, "alpha", clock).acquire()
     clock.advance(12)
     assert str(lock_status(store, 300, clock)) == "held alpha 12s"
@@ -793,6 +796,28 @@ def test_failed_create_leaves_no_lock_and_no_temp(
 
     monkeypatch.undo()
     assert f"{failed} (Input/output error); treat the lock as lost" in str(caught.value)
+    assert not (store / ".lock").exists()
+
+
+def test_without_hard_links_a_lock_that_cannot_be_written_is_removed_and_said_so(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fsync = os.fsync
+    synced: list[int] = []
+
+    def the_second_fsync_fails(fd: int) -> None:  # the temp file's passes; the lock's own fails
+        synced.append(fd)
+        if len(synced) == 2:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "link", _failing(errno.EPERM))
+    monkeypatch.setattr(os, "fsync", the_second_fsync_fails)
+    with pytest.raises(LockIOError) as caught:
+        make(store, "alpha", clock).acquire()
+    monkeypatch.undo()
+
+    assert str(caught.value).startswith(f"{store / '.lock'}: cannot write the lock (Input/output error); ")
     assert not (store / ".lock").exists()
 
 
