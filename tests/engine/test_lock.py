@@ -347,17 +347,35 @@ def test_heartbeat_without_a_lock_is_lost(store: Path, clock: FakeClock) -> None
 
 
 @pytest.mark.parametrize(
-    ("step", "signals"), [(1, None), (None, 1), (-1, 0), (0, -2), (True, 1), (1.5, 1)]
+    ("step", "signals", "message"),
+    [
+        (1, None, "a checkpoint needs both step and signals (or neither)"),
+        (None, 1, "a checkpoint needs both step and signals (or neither)"),
+        (-1, 0, "step must be a non-negative integer (got -1)"),
+        (0, -2, "signals must be a non-negative integer (got -2)"),
+        (True, 1, "step must be a non-negative integer (got True)"),
+        (1.5, 1, "step must be a non-negative integer (got 1.5)"),
+    ],
 )
 def test_heartbeat_checkpoint_arguments_are_checked(
-    store: Path, clock: FakeClock, step: Any, signals: Any
+    store: Path, clock: FakeClock, step: Any, signals: Any, message: str
 ) -> None:
     alpha = make(store, "alpha", clock)
     alpha.acquire()
     with pytest.raises(LockUsageError) as caught:
         alpha.heartbeat(step=step, signals=signals)
+    assert str(caught.value) == message
     assert caught.value.exit_code == 2
     assert isinstance(caught.value, ValueError)
+
+
+def test_the_first_checkpoint_may_be_step_zero_with_no_signals(store: Path, clock: FakeClock) -> None:
+    alpha = make(store, "alpha", clock)
+    alpha.acquire()
+
+    alpha.heartbeat(step=0, signals=0)
+
+    assert status_text(store) == f"running step:0 signals:0 {ISO0}\n"
 
 
 # -- release ---------------------------------------------------------------------------------
