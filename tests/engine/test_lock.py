@@ -746,6 +746,18 @@ def test_a_link_planted_at_the_status_temp_name_is_never_written_through(
     assert not (store / ".status").exists() and not (store / ".lock").exists()
 
 
+def test_a_status_temp_left_by_a_killed_process_with_our_pid_does_not_block_the_lock(
+    store: Path, clock: FakeClock
+) -> None:
+    # Pids are reused: a writer killed between its temp file and its rename left this behind.
+    (store / f".status.tmp.{os.getpid()}").write_bytes(b"running 2026-01-01T00:00:00Z\n")
+
+    make(store, "alpha", clock).acquire()
+
+    assert status_text(store) == f"running {ISO0}\n"
+    assert temp_files(store) == []
+
+
 def _unlink_all_but_the_lock(unlink: Any) -> Any:
     """os.unlink, except that removing `.lock` is refused (EACCES)."""
 
