@@ -829,25 +829,38 @@ def test_failed_create_leaves_no_lock_and_no_temp(
     assert not (store / ".lock").exists()
 
 
-def test_without_hard_links_a_lock_that_cannot_be_written_is_removed_and_said_so(
-    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("failing", "message"),
+    [("open", "cannot create the lock (Read-only file system)"),
+     ("fsync", "cannot write the lock (Input/output error)")],
+)
+def test_without_hard_links_a_lock_that_cannot_be_made_is_removed_and_said_so(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, failing: str, message: str
 ) -> None:
-    fsync = os.fsync
+    real_open, real_fsync = os.open, os.fsync
     synced: list[int] = []
+
+    def open_all_but_the_lock(path: Any, *args: Any, **kwargs: Any) -> int:
+        if Path(path).name == ".lock":
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return real_open(path, *args, **kwargs)
 
     def the_second_fsync_fails(fd: int) -> None:  # the temp file's passes; the lock's own fails
         synced.append(fd)
         if len(synced) == 2:
             raise OSError(errno.EIO, os.strerror(errno.EIO))
-        fsync(fd)
+        real_fsync(fd)
 
     monkeypatch.setattr(os, "link", _failing(errno.EPERM))
-    monkeypatch.setattr(os, "fsync", the_second_fsync_fails)
+    if failing == "open":
+        monkeypatch.setattr(os, "open", open_all_but_the_lock)
+    else:
+        monkeypatch.setattr(os, "fsync", the_second_fsync_fails)
     with pytest.raises(LockIOError) as caught:
         make(store, "alpha", clock).acquire()
     monkeypatch.undo()
 
-    assert str(caught.value).startswith(f"{store / '.lock'}: cannot write the lock (Input/output error); ")
+    assert str(caught.value).startswith(f"{store / '.lock'}: {message}; ")
     assert not (store / ".lock").exists()
 
 
