@@ -718,6 +718,26 @@ def test_a_fresh_lock_that_cannot_be_dropped_after_a_failed_status_is_said_to_go
     assert lock_text(store) == f"alpha {T0} {ISO0}\n"  # left behind: it ages out like any other
 
 
+def test_a_lock_taken_from_us_while_our_status_write_fails_is_left_to_its_new_owner(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replace = os.replace
+
+    def gamma_takes_it_as_our_status_fails(source: Any, target: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(target).name != ".status":
+            return replace(source, target, *args, **kwargs)
+        (store / ".lock").write_text(f"gamma {T0} {ISO0}\n")
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "replace", gamma_takes_it_as_our_status_fails)
+    with pytest.raises(LockIOError) as caught:
+        make(store, "alpha", clock).acquire()
+    monkeypatch.undo()
+
+    assert "(the lock could not be dropped and goes stale)" in str(caught.value)
+    assert lock_text(store) == f"gamma {T0} {ISO0}\n"  # not ours to drop
+
+
 def test_a_taken_over_lock_that_cannot_be_removed_after_a_failed_status_is_said_to_go_stale(
     store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
