@@ -490,6 +490,8 @@ class StoppedTime:
         return self.now
 
     def sleep(self, seconds: float) -> None:
+        if len(self.sleeps) > 100:  # the clock stands still unless we sleep: a wait past its end
+            raise AssertionError(f"still polling after {self.sleeps[:6]}...")
         self.sleeps.append(seconds)
         self.now += seconds
         if len(self.sleeps) == self.lets_go_after:
