@@ -798,39 +798,31 @@ def _failing(errnum: int) -> Any:
     return fail
 
 
-def test_failed_rename_on_heartbeat_keeps_the_old_line(
-    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("operation", "call", "failure", "message"),
+    [
+        ("heartbeat", "replace", _failing(errno.EIO), "cannot replace the lock (Input/output error)"),
+        ("release", "unlink", _unlink_all_but_the_lock(os.unlink), "cannot remove the lock (Permission denied)"),
+    ],
+)
+def test_a_failed_heartbeat_or_release_keeps_the_old_line_and_the_lock_ours(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, operation: str, call: str,
+    failure: Any, message: str,
 ) -> None:
     alpha = make(store, "alpha", clock)
     alpha.acquire()
     before = lock_text(store)
     clock.advance(10)
-    monkeypatch.setattr(os, "replace", _failing(errno.EIO))
+    monkeypatch.setattr(os, call, failure)
 
     with pytest.raises(LockIOError) as caught:
-        alpha.heartbeat(step=1, signals=1)
+        getattr(alpha, operation)()
 
     monkeypatch.undo()
-    assert str(caught.value).startswith(f"{store / '.lock'}: cannot replace the lock (Input/output error); ")
+    assert str(caught.value).startswith(f"{store / '.lock'}: {message}; ")
     assert lock_text(store) == before
-    alpha.heartbeat()  # still ours: the failed attempt changed nothing
-
-
-def test_a_lock_that_cannot_be_removed_on_release_stays_ours(
-    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    alpha = make(store, "alpha", clock)
-    alpha.acquire()
-    before = lock_text(store)
-    monkeypatch.setattr(os, "unlink", _unlink_all_but_the_lock(os.unlink))
-    with pytest.raises(LockIOError) as caught:
-        alpha.release()
-    monkeypatch.undo()
-
-    assert str(caught.value).startswith(f"{store / '.lock'}: cannot remove the lock (Permission denied); ")
-    assert lock_text(store) == before
-    alpha.release()  # still ours, so releasing again once the cause is gone works
-    assert not (store / ".lock").exists()
+    getattr(alpha, operation)()  # still ours: the failed attempt changed nothing
+    assert lock_text(store) != before if operation == "heartbeat" else not (store / ".lock").exists()
 
 
 @pytest.mark.parametrize(
