@@ -319,7 +319,7 @@ def test_heartbeat_after_takeover_is_lost_and_writes_no_checkpoint(
         alpha.heartbeat(step=2, signals=5)
 
     assert caught.value.exit_code == 3
-    assert "beta" in str(caught.value)
+    assert str(caught.value) == f"{store / '.lock'}: held by beta; stop writing and acquire again"
     assert lock_text(store) == beta_lock
     assert status_text(store) == beta_status
     assert alpha.epoch is None
@@ -332,16 +332,19 @@ def test_heartbeat_rechecks_the_epoch_not_only_the_owner(store: Path, clock: Fak
     status_before = status_text(store)
     (store / ".lock").write_text(f"alpha {T0 + 5} {format_iso(T0 + 5)}\n")
 
-    with pytest.raises(LockLost):
+    with pytest.raises(LockLost) as caught:
         alpha.heartbeat(step=1, signals=1)
 
+    assert str(caught.value) == (f"{store / '.lock'}: lock lost: taken over or changed since our last "
+                                 "heartbeat; stop writing and acquire again")
     assert read_lock(store) == LockLine("alpha", T0 + 5)
     assert status_text(store) == status_before
 
 
 def test_heartbeat_without_a_lock_is_lost(store: Path, clock: FakeClock) -> None:
-    with pytest.raises(LockLost, match="not held"):
+    with pytest.raises(LockLost) as caught:
         make(store, "alpha", clock).heartbeat()
+    assert str(caught.value) == f"{store / '.lock'}: lock not held; stop writing and acquire again"
     assert not (store / ".lock").exists()
     assert not (store / ".status").exists()
 
@@ -415,9 +418,10 @@ def test_release_after_takeover_keeps_the_new_owners_lock(store: Path, clock: Fa
     beta.acquire()
     before = (lock_text(store), status_text(store))
 
-    with pytest.raises(LockLost):
+    with pytest.raises(LockLost) as caught:
         alpha.release()
 
+    assert str(caught.value) == f"{store / '.lock'}: not owner: held by beta; stop writing and acquire again"
     assert (lock_text(store), status_text(store)) == before
     beta.release()
     assert status_text(store).startswith("idle ")
