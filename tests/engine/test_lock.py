@@ -153,6 +153,21 @@ def test_a_wait_for_a_holder_is_told_once_and_an_acquire_without_wait_tells_noth
     assert len(told) == 1
 
 
+@pytest.mark.parametrize("wait", [-1, float("nan")])
+def test_a_wait_that_is_not_a_length_of_time_is_a_usage_error(store: Path, wait: float) -> None:
+    with pytest.raises(LockUsageError) as caught:
+        make(store, "alpha").acquire(wait=wait)
+    assert str(caught.value) == f"wait must be >= 0 seconds (got {wait!r})"
+    assert not (store / ".lock").exists()
+
+
+def test_a_lock_handle_shows_its_store_owner_and_epoch(store: Path, clock: FakeClock) -> None:
+    alpha = make(store, "alpha", clock)
+    assert repr(alpha) == f"StoreLock({str(store)!r}, 'alpha', epoch=None)"
+    alpha.acquire()
+    assert repr(alpha) == f"StoreLock({str(store)!r}, 'alpha', epoch={T0})"
+
+
 def test_acquire_wait_polls_until_the_deadline(store: Path, clock: FakeClock) -> None:
     make(store, "alpha", clock).acquire()
     started = time.monotonic()
