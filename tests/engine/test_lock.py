@@ -496,10 +496,10 @@ def test_a_busy_mutex_means_lost_or_contended(store: Path, clock: FakeClock) -> 
 
 
 class StoppedTime:
-    """Stands in for the mutex's ``time``: the monotonic clock moves only when the mutex sleeps,
-    and each sleep may let the holder go."""
+    """Stands in for the ``time`` of a lock module (the mutex's wait, acquire's): the monotonic
+    clock moves only when that module sleeps, and a sleep may let the mutex ``holder`` go."""
 
-    def __init__(self, holder: int, lets_go_after: int | None) -> None:
+    def __init__(self, holder: int | None = None, lets_go_after: int | None = None) -> None:
         self.now = 1000.0
         self.holder = holder
         self.lets_go_after = lets_go_after
@@ -513,7 +513,7 @@ class StoppedTime:
             raise AssertionError(f"still polling after {self.sleeps[:6]}...")
         self.sleeps.append(seconds)
         self.now += seconds
-        if len(self.sleeps) == self.lets_go_after:
+        if self.holder is not None and len(self.sleeps) == self.lets_go_after:
             fcntl.flock(self.holder, fcntl.LOCK_UN)
 
 
@@ -547,6 +547,26 @@ def test_a_takeover_polls_the_mutex_until_its_wait_runs_out(
         assert stopped.sleeps == [0.125] * lets_go_after
         assert (result.kind, result.previous_owner) == (AcquireKind.TOOK_OVER, "ghost")
         assert lock_text(store) == f"beta {T0} {ISO0}\n"
+
+
+@pytest.mark.parametrize(("wait", "polls"), [(0, []), (0.5, [0.125] * 4)])
+def test_an_acquire_polls_a_held_lock_until_its_wait_runs_out_and_not_past_it(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, wait: float, polls: list[float]
+) -> None:
+    from distilld.engine import lock as lock_package
+    from distilld.engine.lock import store_lock as store_lock_module
+
+    make(store, "alpha", clock).acquire()
+    stopped = StoppedTime()
+    monkeypatch.setattr(store_lock_module, "time", stopped)
+    told: list[object] = []
+    monkeypatch.setattr(lock_package, "waiting_hook", lambda *args: told.append(args))
+
+    with pytest.raises(LockHeld, match="held by alpha"):
+        make(store, "beta", clock, poll_seconds=0.125).acquire(wait=wait)
+
+    assert stopped.sleeps == polls  # no wait: one try, and nothing said about waiting
+    assert len(told) == (1 if polls else 0)
 
 
 def test_a_mutex_that_cannot_be_locked_is_an_io_error(
