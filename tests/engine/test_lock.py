@@ -425,6 +425,34 @@ def test_release_by_a_non_owner_raises_and_changes_nothing(store: Path, clock: F
     assert (lock_text(store), status_text(store)) == before
 
 
+def test_release_rechecks_the_epoch_not_only_the_owner(store: Path, clock: FakeClock) -> None:
+    alpha = make(store, "alpha", clock)
+    alpha.acquire()
+    (store / ".lock").write_text(f"alpha {T0 + 5} {format_iso(T0 + 5)}\n")  # another client, same name
+    before = (lock_text(store), status_text(store))
+
+    with pytest.raises(LockLost) as caught:
+        alpha.release()
+
+    assert str(caught.value) == f"{store / '.lock'}: not owner: lock changed during release; nothing was released"
+    assert (lock_text(store), status_text(store)) == before
+
+
+def test_a_release_whose_idle_cannot_be_written_still_frees_the_lock_and_says_so(
+    store: Path, clock: FakeClock
+) -> None:
+    alpha = make(store, "alpha", clock)
+    alpha.acquire()
+    (store / ".status").unlink()
+    (store / ".status").mkdir()  # os.replace onto a directory fails
+
+    with pytest.raises(LockIOError) as caught:
+        alpha.release()
+
+    assert str(caught.value).startswith(f"{store / '.status'}: cannot write idle (the lock was released) (")
+    assert not (store / ".lock").exists()
+
+
 def test_release_after_takeover_keeps_the_new_owners_lock(store: Path, clock: FakeClock) -> None:
     alpha = make(store, "alpha", clock)
     alpha.acquire()
@@ -479,10 +507,14 @@ def test_a_busy_mutex_means_lost_or_contended(store: Path, clock: FakeClock) -> 
     try:
         # Another open file description: flock excludes it just as it would another process.
         fcntl.flock(holder, fcntl.LOCK_EX)
-        with pytest.raises(LockLost, match="contended"):
+        with pytest.raises(LockLost) as lost:
             alpha.heartbeat(step=1, signals=1)
-        with pytest.raises(LockLost, match="contended"):
+        assert str(lost.value) == (f"{store / '.lock.takeover'}: lock contended (mutex busy for 0.05s); "
+                                   "treat the lock as lost")
+        with pytest.raises(LockLost) as lost:
             alpha.release()
+        assert str(lost.value) == (f"{store / '.lock.takeover'}: not owner: lock contended during release "
+                                   "(mutex busy for 0.05s); nothing was released")
         clock.advance(300)
         with pytest.raises(LockHeld, match="contended") as caught:
             make(store, "beta", clock, takeover_wait_seconds=0.05).acquire()
