@@ -425,6 +425,13 @@ def test_release_by_a_non_owner_raises_and_changes_nothing(store: Path, clock: F
     assert (lock_text(store), status_text(store)) == before
 
 
+def test_release_without_a_lock_is_lost(store: Path, clock: FakeClock) -> None:
+    with pytest.raises(LockLost) as caught:
+        make(store, "alpha", clock).release()
+    assert str(caught.value) == f"{store / '.lock'}: not held; stop writing and acquire again"
+    assert not any(store.iterdir())
+
+
 def test_release_rechecks_the_epoch_not_only_the_owner(store: Path, clock: FakeClock) -> None:
     alpha = make(store, "alpha", clock)
     alpha.acquire()
