@@ -50,14 +50,14 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "store/ledger.py": (["tests/store/test_ledger.py", "tests/store/test_safety.py", "tests/store/test_sync_merge.py",
                          "tests/store/test_rules_c1_c2_c3.py"],
                         ["tests/engine/passes/gc/test_gc_defensive_checks.py", "tests/engine/passes/gc/test_gc_apply.py"]),
-    "engine/lock/store_lock.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
-    "engine/lock/lock_file.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
-    "engine/lock/protocol.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
+    "engine/lock/store_lock.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py", "tests/engine/test_lock_timings.py"]),
+    "engine/lock/lock_file.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py", "tests/engine/test_lock_timings.py"]),
+    "engine/lock/protocol.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py", "tests/engine/test_lock_timings.py"]),
     "engine/lock/liveness.py": (["tests/engine/test_guard.py"], ["tests/engine/test_lock.py"]),
     "engine/lock/acquire.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py", "tests/engine/test_lock_timings.py"]),
-    "engine/lock/status.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
-    "engine/lock/mutex.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
-    "engine/lock/files.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py"]),
+    "engine/lock/status.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py", "tests/engine/test_lock_timings.py"]),
+    "engine/lock/mutex.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py", "tests/engine/test_lock_timings.py"]),
+    "engine/lock/files.py": (["tests/engine/test_lock.py"], ["tests/engine/test_guard.py", "tests/engine/test_lock_timings.py"]),
     "store/fs.py": (["tests/store/test_fs.py", "tests/store/test_safety.py"], ["tests/engine/passes/gc/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
     "store/invariants.py": (["tests/store/test_rules_c1_c2_c3.py"],
                             ["tests/store/test_bad_input.py", "tests/store/test_differential.py"]),
@@ -100,8 +100,20 @@ def scratch_copy(target: Path) -> None:
     (target / "importroot" / "distilld").symlink_to(target / "daemon")
 
 
+def write_module(target: Path, text: str) -> None:
+    """Put ``text`` in the module and drop its cached bytecode: a pyc is checked only against the
+    source's size and whole-second mtime, which a mutant written in the same second can match."""
+    target.write_text(text)
+    for cached in (target.parent / "__pycache__").glob(f"{target.stem}.*.pyc"):
+        cached.unlink()
+
+
 def tests_pass(tests: list[str], scratch: Path, timeout: float | None, with_slow: bool = False) -> tuple[bool, float]:
     env = {**os.environ, "PYTHONPATH": str(scratch / "importroot")}
+    # Bytecode is cached even where the environment says not to: else every run compiles the
+    # package again and pytest re-rewrites the asserts of the test files and of hypothesis (a
+    # pytest plugin), which costs more CPU than the lock's tests themselves.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.monotonic()
     # A session of its own: a mutant that loops is stopped with everything it started (killing
     # only the shell would leave the looping pytest running on).
@@ -146,7 +158,7 @@ def run_module(module: str, fast: list[str], wide: list[str], scratch: Path, tim
             text, count = mutate(Context(source=pristine, mutation_id=mutant, filename=relative))
             if not count:
                 continue
-            target.write_text(text)
+            write_module(target, text)
             tried += 1
             passed, _ = tests_pass(fast, scratch, baseline * timeout_factor + 10, slow)
             if passed:
@@ -157,7 +169,7 @@ def run_module(module: str, fast: list[str], wide: list[str], scratch: Path, tim
                 survivors.append(diff)
                 print(f"SURVIVED {relative}:{mutant.line_number} (mutant {index})\n{diff}", flush=True)
     finally:
-        target.write_text(pristine)
+        write_module(target, pristine)
     how = f" (sample of {sample}, seed {seed})" if sample is not None else ""
     report = [f"# {relative}: {tried} of {len(mutants)} mutants tried{how}, {len(survivors)} survive", *survivors]
     OUT.mkdir(parents=True, exist_ok=True)

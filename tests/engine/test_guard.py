@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -136,12 +138,50 @@ def test_foreign_locks_keep_the_stale_period(tmp_path: Path, owner: str) -> None
         StoreLock(tmp_path, "distilld.test.1").acquire(0)
 
 
-def test_a_live_owner_keeps_its_lock_and_a_reused_pid_does_not(tmp_path: Path) -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+@contextlib.contextmanager
+def sleeping_child(name: str | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A process that sleeps until killed, once /proc shows it (under ``name``, when given)."""
+    rename = f"open('/proc/self/comm', 'w').write({name!r}); " if name is not None else ""
+    child = subprocess.Popen([sys.executable, "-c", f"{rename}import time; time.sleep(60)"])
     try:
         deadline = time.monotonic() + 30
-        while not Path(f"/proc/{child.pid}/stat").exists() and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{child.pid}/stat").read_bytes()
+                if name is None or f"({name})".encode() in stat:
+                    break
             time.sleep(0.05)
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process start times come from /proc")
+def test_a_reused_pid_is_found_whatever_its_process_is_called(tmp_path: Path) -> None:
+    # A name may hold ")" (systemd's "(sd-pam)" does): the fields start after the last one.
+    with sleeping_child("x) y") as child:
+        reason = abandoned_owner(LockLine(host_owner(child.pid), int(time.time()) - 120))
+    assert reason == f"process {child.pid} of this machine started after the lock was written (a reused pid)"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process start times come from /proc")
+def test_a_lock_written_just_after_its_process_started_is_not_judged_a_reused_pid(tmp_path: Path) -> None:
+    from distilld.engine.lock.liveness import _process_start_epoch
+
+    with sleeping_child() as child:
+        started = _process_start_epoch(child.pid)
+        assert started is not None
+        # /proc gives the start in clock ticks since boot, read up to a second late: a line
+        # stamped a second before the start as read may still be this process's own.
+        assert abandoned_owner(LockLine(host_owner(child.pid), int(started) - 1)) is None
+        write_lock(tmp_path, host_owner(child.pid), int(started) - 1)
+        with pytest.raises(LockHeld):
+            StoreLock(tmp_path, "distilld.test.1").acquire(0)
+
+
+def test_a_live_owner_keeps_its_lock_and_a_reused_pid_does_not(tmp_path: Path) -> None:
+    with sleeping_child() as child:
         now = int(time.time())
         # Written after the child started: the child may be its writer, so the lock stands.
         assert abandoned_owner(LockLine(host_owner(child.pid), now + 5)) is None
@@ -153,9 +193,6 @@ def test_a_live_owner_keeps_its_lock_and_a_reused_pid_does_not(tmp_path: Path) -
         reason = abandoned_owner(LockLine(host_owner(child.pid), now - 120))
         if Path("/proc/self/stat").exists():
             assert reason == f"process {child.pid} of this machine started after the lock was written (a reused pid)"
-    finally:
-        child.kill()
-        child.wait()
 
 
 def test_a_killed_pass_is_followed_at_once_by_the_next(tmp_path: Path) -> None:

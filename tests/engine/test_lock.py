@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -145,11 +146,26 @@ def test_a_wait_for_a_holder_is_told_once_and_an_acquire_without_wait_tells_noth
         make(store, "beta", clock).acquire()
     assert told == []  # no wait asked: nothing to say
     with pytest.raises(LockHeld):
-        make(store, "beta", clock).acquire(wait=0.3)  # polls about six times
-    assert told == [(store, "alpha", 7, 0.3)]
+        make(store, "beta", clock).acquire(wait=0.1)  # polls about twice
+    assert told == [(store, "alpha", 7, 0.1)]
     make(store, "alpha", clock).release()
     make(store, "beta", clock).acquire(wait=5)  # free at once: no wait, nothing said
     assert len(told) == 1
+
+
+@pytest.mark.parametrize("wait", [-1, float("nan")])
+def test_a_wait_that_is_not_a_length_of_time_is_a_usage_error(store: Path, wait: float) -> None:
+    with pytest.raises(LockUsageError) as caught:
+        make(store, "alpha").acquire(wait=wait)
+    assert str(caught.value) == f"wait must be >= 0 seconds (got {wait!r})"
+    assert not (store / ".lock").exists()
+
+
+def test_a_lock_handle_shows_its_store_owner_and_epoch(store: Path, clock: FakeClock) -> None:
+    alpha = make(store, "alpha", clock)
+    assert repr(alpha) == f"StoreLock({str(store)!r}, 'alpha', epoch=None)"
+    alpha.acquire()
+    assert repr(alpha) == f"StoreLock({str(store)!r}, 'alpha', epoch={T0})"
 
 
 def test_acquire_wait_polls_until_the_deadline(store: Path, clock: FakeClock) -> None:
@@ -157,21 +173,23 @@ def test_acquire_wait_polls_until_the_deadline(store: Path, clock: FakeClock) ->
     started = time.monotonic()
 
     with pytest.raises(LockHeld):
-        make(store, "beta", clock, poll_seconds=0.05).acquire(wait=0.3)
+        make(store, "beta", clock, poll_seconds=0.02).acquire(wait=0.1)
 
     # The deadline runs on the monotonic clock, so the frozen fake clock cannot stretch it.
-    assert 0.29 <= time.monotonic() - started < 2
+    assert 0.1 <= time.monotonic() - started < 2
 
 
-def test_acquire_wait_gets_the_lock_once_released(store: Path, clock: FakeClock) -> None:
+def test_acquire_wait_gets_the_lock_once_released(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from distilld.engine import lock as lock_package
+
     alpha = make(store, "alpha", clock)
     alpha.acquire()
-    releaser = threading.Timer(0.2, alpha.release)
-    releaser.start()
-    try:
-        result = make(store, "beta", clock, poll_seconds=0.05).acquire(wait=5)
-    finally:
-        releaser.join()
+    # Released once beta has found it held and starts waiting: the next poll must take it.
+    monkeypatch.setattr(lock_package, "waiting_hook", lambda *args: alpha.release())
+
+    result = make(store, "beta", clock, poll_seconds=0.05).acquire(wait=5)
 
     assert result.kind is AcquireKind.ACQUIRED
     assert read_lock(store) == LockLine("beta", T0)
@@ -237,6 +255,43 @@ def test_malformed_lock_ages_by_mtime(store: Path, clock: FakeClock, content: by
     assert lock_text(store) == f"beta {T0} {ISO0}\n"
 
 
+@pytest.mark.parametrize("content", [b"alpha 1795991190", b"alpha 1795991190\n", b" alpha\t1795991190 \r\n"])
+def test_a_lock_line_without_its_iso_stamp_still_names_its_owner_and_epoch(
+    store: Path, clock: FakeClock, content: bytes
+) -> None:
+    # The script's read_lock takes the first two words; the stamp is for people.
+    (store / ".lock").write_bytes(content)
+
+    assert read_lock(store) == LockLine("alpha", T0)
+    assert str(lock_status(store, 300, clock)) == "held alpha 0s"
+
+
+def test_a_lock_that_cannot_even_be_looked_at_is_an_io_error(store: Path) -> None:
+    (store / ".lock").symlink_to(".lock")  # a link to itself: open and stat both fail
+
+    with pytest.raises(LockIOError) as caught:
+        lock_status(store)
+
+    assert str(caught.value) == (
+        f"{store / '.lock'}: cannot read the lock (Too many levels of symbolic links); "
+        "check the store's permissions"
+    )
+    assert caught.value.exit_code == 4
+
+
+def test_a_lock_with_an_epoch_of_ten_thousand_digits_is_read_without_failing(
+    store: Path, clock: FakeClock
+) -> None:
+    # More digits than int() converts by default (4300): only the head of the line is read.
+    (store / ".lock").write_bytes(b"alpha " + b"9" * 10_000 + b" 2026-11-29T22:26:30Z\n")
+
+    line = read_lock(store)
+
+    assert line is not None and line.owner == "alpha" and line.epoch > 10**4000
+    with pytest.raises(LockHeld):  # a line from the far future is fresh: it blocks, it does not crash
+        make(store, "beta", clock).acquire()
+
+
 def test_unreadable_lock_counts_as_malformed(store: Path, clock: FakeClock) -> None:
     (store / ".lock").mkdir()  # reading a directory fails even as root
     os.utime(store / ".lock", (T0 - 10, T0 - 10))
@@ -279,7 +334,7 @@ def test_heartbeat_after_takeover_is_lost_and_writes_no_checkpoint(
         alpha.heartbeat(step=2, signals=5)
 
     assert caught.value.exit_code == 3
-    assert "beta" in str(caught.value)
+    assert str(caught.value) == f"{store / '.lock'}: held by beta; stop writing and acquire again"
     assert lock_text(store) == beta_lock
     assert status_text(store) == beta_status
     assert alpha.epoch is None
@@ -292,32 +347,53 @@ def test_heartbeat_rechecks_the_epoch_not_only_the_owner(store: Path, clock: Fak
     status_before = status_text(store)
     (store / ".lock").write_text(f"alpha {T0 + 5} {format_iso(T0 + 5)}\n")
 
-    with pytest.raises(LockLost):
+    with pytest.raises(LockLost) as caught:
         alpha.heartbeat(step=1, signals=1)
 
+    assert str(caught.value) == (f"{store / '.lock'}: lock lost: taken over or changed since our last "
+                                 "heartbeat; stop writing and acquire again")
     assert read_lock(store) == LockLine("alpha", T0 + 5)
     assert status_text(store) == status_before
 
 
 def test_heartbeat_without_a_lock_is_lost(store: Path, clock: FakeClock) -> None:
-    with pytest.raises(LockLost, match="not held"):
+    with pytest.raises(LockLost) as caught:
         make(store, "alpha", clock).heartbeat()
+    assert str(caught.value) == f"{store / '.lock'}: lock not held; stop writing and acquire again"
     assert not (store / ".lock").exists()
     assert not (store / ".status").exists()
 
 
 @pytest.mark.parametrize(
-    ("step", "signals"), [(1, None), (None, 1), (-1, 0), (0, -2), (True, 1), (1.5, 1)]
+    ("step", "signals", "message"),
+    [
+        (1, None, "a checkpoint needs both step and signals (or neither)"),
+        (None, 1, "a checkpoint needs both step and signals (or neither)"),
+        (-1, 0, "step must be a non-negative integer (got -1)"),
+        (0, -2, "signals must be a non-negative integer (got -2)"),
+        (True, 1, "step must be a non-negative integer (got True)"),
+        (1.5, 1, "step must be a non-negative integer (got 1.5)"),
+    ],
 )
 def test_heartbeat_checkpoint_arguments_are_checked(
-    store: Path, clock: FakeClock, step: Any, signals: Any
+    store: Path, clock: FakeClock, step: Any, signals: Any, message: str
 ) -> None:
     alpha = make(store, "alpha", clock)
     alpha.acquire()
     with pytest.raises(LockUsageError) as caught:
         alpha.heartbeat(step=step, signals=signals)
+    assert str(caught.value) == message
     assert caught.value.exit_code == 2
     assert isinstance(caught.value, ValueError)
+
+
+def test_the_first_checkpoint_may_be_step_zero_with_no_signals(store: Path, clock: FakeClock) -> None:
+    alpha = make(store, "alpha", clock)
+    alpha.acquire()
+
+    alpha.heartbeat(step=0, signals=0)
+
+    assert status_text(store) == f"running step:0 signals:0 {ISO0}\n"
 
 
 # -- release ---------------------------------------------------------------------------------
@@ -349,6 +425,41 @@ def test_release_by_a_non_owner_raises_and_changes_nothing(store: Path, clock: F
     assert (lock_text(store), status_text(store)) == before
 
 
+def test_release_without_a_lock_is_lost(store: Path, clock: FakeClock) -> None:
+    with pytest.raises(LockLost) as caught:
+        make(store, "alpha", clock).release()
+    assert str(caught.value) == f"{store / '.lock'}: not held; stop writing and acquire again"
+    assert not any(store.iterdir())
+
+
+def test_release_rechecks_the_epoch_not_only_the_owner(store: Path, clock: FakeClock) -> None:
+    alpha = make(store, "alpha", clock)
+    alpha.acquire()
+    (store / ".lock").write_text(f"alpha {T0 + 5} {format_iso(T0 + 5)}\n")  # another client, same name
+    before = (lock_text(store), status_text(store))
+
+    with pytest.raises(LockLost) as caught:
+        alpha.release()
+
+    assert str(caught.value) == f"{store / '.lock'}: not owner: lock changed during release; nothing was released"
+    assert (lock_text(store), status_text(store)) == before
+
+
+def test_a_release_whose_idle_cannot_be_written_still_frees_the_lock_and_says_so(
+    store: Path, clock: FakeClock
+) -> None:
+    alpha = make(store, "alpha", clock)
+    alpha.acquire()
+    (store / ".status").unlink()
+    (store / ".status").mkdir()  # os.replace onto a directory fails
+
+    with pytest.raises(LockIOError) as caught:
+        alpha.release()
+
+    assert str(caught.value).startswith(f"{store / '.status'}: cannot write idle (the lock was released) (")
+    assert not (store / ".lock").exists()
+
+
 def test_release_after_takeover_keeps_the_new_owners_lock(store: Path, clock: FakeClock) -> None:
     alpha = make(store, "alpha", clock)
     alpha.acquire()
@@ -357,9 +468,10 @@ def test_release_after_takeover_keeps_the_new_owners_lock(store: Path, clock: Fa
     beta.acquire()
     before = (lock_text(store), status_text(store))
 
-    with pytest.raises(LockLost):
+    with pytest.raises(LockLost) as caught:
         alpha.release()
 
+    assert str(caught.value) == f"{store / '.lock'}: not owner: held by beta; stop writing and acquire again"
     assert (lock_text(store), status_text(store)) == before
     beta.release()
     assert status_text(store).startswith("idle ")
@@ -395,20 +507,24 @@ def test_takeover_mutex_is_created_and_never_deleted(store: Path, clock: FakeClo
 
 
 def test_a_busy_mutex_means_lost_or_contended(store: Path, clock: FakeClock) -> None:
-    alpha = make(store, "alpha", clock, takeover_wait_seconds=0.2)
+    alpha = make(store, "alpha", clock, takeover_wait_seconds=0.05)
     alpha.acquire()
     before = lock_text(store)
     holder = os.open(store / ".lock.takeover", os.O_RDONLY | os.O_CREAT)
     try:
         # Another open file description: flock excludes it just as it would another process.
         fcntl.flock(holder, fcntl.LOCK_EX)
-        with pytest.raises(LockLost, match="contended"):
+        with pytest.raises(LockLost) as lost:
             alpha.heartbeat(step=1, signals=1)
-        with pytest.raises(LockLost, match="contended"):
+        assert str(lost.value) == (f"{store / '.lock.takeover'}: lock contended (mutex busy for 0.05s); "
+                                   "treat the lock as lost")
+        with pytest.raises(LockLost) as lost:
             alpha.release()
+        assert str(lost.value) == (f"{store / '.lock.takeover'}: not owner: lock contended during release "
+                                   "(mutex busy for 0.05s); nothing was released")
         clock.advance(300)
         with pytest.raises(LockHeld, match="contended") as caught:
-            make(store, "beta", clock, takeover_wait_seconds=0.2).acquire()
+            make(store, "beta", clock, takeover_wait_seconds=0.05).acquire()
         assert caught.value.owner is None
         assert lock_text(store) == before
     finally:
@@ -418,11 +534,145 @@ def test_a_busy_mutex_means_lost_or_contended(store: Path, clock: FakeClock) -> 
     assert not (store / ".lock").exists()
 
 
+class StoppedTime:
+    """Stands in for the ``time`` of a lock module (the mutex's wait, acquire's): the monotonic
+    clock moves only when that module sleeps, and a sleep may let the mutex ``holder`` go."""
+
+    def __init__(self, holder: int | None = None, lets_go_after: int | None = None) -> None:
+        self.now = 1000.0
+        self.holder = holder
+        self.lets_go_after = lets_go_after
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        if len(self.sleeps) > 100:  # the clock stands still unless we sleep: a wait past its end
+            raise AssertionError(f"still polling after {self.sleeps[:6]}...")
+        self.sleeps.append(seconds)
+        self.now += seconds
+        if self.holder is not None and len(self.sleeps) == self.lets_go_after:
+            fcntl.flock(self.holder, fcntl.LOCK_UN)
+
+
+@pytest.mark.parametrize("lets_go_after", [1, 3, None])
+def test_a_takeover_polls_the_mutex_until_its_wait_runs_out(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, lets_go_after: int | None
+) -> None:
+    from distilld.engine.lock import mutex as mutex_module
+
+    (store / ".lock").write_text("ghost 1000 1970-01-01T00:16:40Z\n")
+    holder = os.open(store / ".lock.takeover", os.O_RDONLY | os.O_CREAT)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    stopped = StoppedTime(holder, lets_go_after)
+    monkeypatch.setattr(mutex_module, "time", stopped)
+    # Sums of eighths are exact: the fourth poll ends the half-second wait to the bit.
+    beta = StoreLock(store, "beta", takeover_wait_seconds=0.5, clock=clock,
+                     timings=LockTimings(mutex_poll_seconds=0.125))
+    try:
+        if lets_go_after is None:
+            with pytest.raises(LockHeld, match="contended"):
+                beta.acquire()
+        else:
+            result = beta.acquire()
+    finally:
+        os.close(holder)
+
+    if lets_go_after is None:  # tried at the start and after each poll, and not past the deadline
+        assert stopped.sleeps == [0.125] * 4
+        assert lock_text(store).startswith("ghost ")
+    else:
+        assert stopped.sleeps == [0.125] * lets_go_after
+        assert (result.kind, result.previous_owner) == (AcquireKind.TOOK_OVER, "ghost")
+        assert lock_text(store) == f"beta {T0} {ISO0}\n"
+
+
+@pytest.mark.parametrize(("wait", "polls"), [(0, []), (0.5, [0.125] * 4)])
+def test_an_acquire_polls_a_held_lock_until_its_wait_runs_out_and_not_past_it(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, wait: float, polls: list[float]
+) -> None:
+    from distilld.engine import lock as lock_package
+    from distilld.engine.lock import store_lock as store_lock_module
+
+    make(store, "alpha", clock).acquire()
+    stopped = StoppedTime()
+    monkeypatch.setattr(store_lock_module, "time", stopped)
+    told: list[object] = []
+    monkeypatch.setattr(lock_package, "waiting_hook", lambda *args: told.append(args))
+
+    with pytest.raises(LockHeld, match="held by alpha"):
+        make(store, "beta", clock, poll_seconds=0.125).acquire(wait=wait)
+
+    assert stopped.sleeps == polls  # no wait: one try, and nothing said about waiting
+    assert told == ([(store, "alpha", 0, wait)] if polls else [])  # written this second: 0 s old
+
+
+def test_a_mutex_that_cannot_be_locked_is_an_io_error(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alpha = make(store, "alpha", clock)
+    alpha.acquire()
+    monkeypatch.setattr(fcntl, "flock", _failing(errno.ENOLCK))  # a network file system without locks
+
+    with pytest.raises(LockIOError) as caught:
+        alpha.heartbeat()
+
+    monkeypatch.undo()
+    assert str(caught.value).startswith(
+        f"{store / '.lock.takeover'}: cannot lock the takeover mutex (No locks available); treat the lock as lost"
+    )
+    alpha.release()
+
+
+def test_a_link_at_the_mutex_name_is_refused_and_never_followed(store: Path, clock: FakeClock) -> None:
+    alpha = make(store, "alpha", clock)
+    alpha.acquire()
+    outside = store.parent / "elsewhere"
+    (store / ".lock.takeover").symlink_to(outside)
+
+    with pytest.raises(LockIOError) as caught:
+        alpha.heartbeat()
+
+    assert str(caught.value).startswith(f"{store / '.lock.takeover'}: cannot open the takeover mutex (")
+    assert not outside.exists()
+    (store / ".lock.takeover").unlink()
+    alpha.release()  # the refusal changed nothing: the lock is still alpha's
+
+
 # -- status, owners, formats -----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("hard_links", [True, False])
+def test_the_lock_files_are_plain_files_anyone_may_read(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, hard_links: bool
+) -> None:
+    # rw-r--r-- under the usual umask, as the script's shell redirections make them: no
+    # execute bit, and readable by whoever checks the lock.
+    if not hard_links:
+        monkeypatch.setattr(os, "link", _failing(errno.EPERM))
+    def modes() -> dict[str, str]:
+        return {p.name: oct(stat.S_IMODE(p.lstat().st_mode)) for p in store.iterdir()}
+
+    old_umask = os.umask(0o022)
+    try:
+        make(store, "alpha", clock).acquire()
+        created = modes()
+        clock.advance(300)
+        make(store, "beta", clock).acquire()  # a takeover: the mutex and a swapped-in line
+        taken_over = modes()
+    finally:
+        os.umask(old_umask)
+
+    assert created == {".lock": "0o644", ".status": "0o644"}
+    assert taken_over == {".lock": "0o644", ".status": "0o644", ".lock.takeover": "0o644"}
+
+
 def test_lock_status_forms(store: Path, clock: FakeClock) -> None:
-    assert str(lock_status(store, 300, clock)) == "free"
+    free = lock_status(store, 300, clock)
+    assert str(free) == "free"
+    # What `distilld status --json` shows of a free lock: no owner and no age, not empty ones.
+    assert (free.kind.value, free.owner, free.age) == ("free", None, None)
     make(store, "alpha", clock).acquire()
     clock.advance(12)
     assert str(lock_status(store, 300, clock)) == "held alpha 12s"
@@ -437,6 +687,9 @@ def test_lock_status_forms(store: Path, clock: FakeClock) -> None:
 def test_bad_owner_names_are_usage_errors(store: Path, owner: str) -> None:
     with pytest.raises(LockUsageError) as caught:
         StoreLock(store, owner)
+    assert str(caught.value) == (
+        f"lock owner {owner!r}: use only letters, digits and . _ : - (at least one character)"
+    )
     assert caught.value.exit_code == 2
     assert isinstance(caught.value, ValueError)
     assert not any(store.iterdir())
@@ -529,6 +782,93 @@ def test_status_write_failure_after_takeover_drops_the_lock(store: Path, clock: 
     assert not (store / ".lock").exists()
 
 
+def test_a_fresh_lock_that_cannot_be_dropped_after_a_failed_status_is_said_to_go_stale(
+    store: Path, clock: FakeClock
+) -> None:
+    (store / ".status").mkdir()
+    holder = os.open(store / ".lock.takeover", os.O_RDONLY | os.O_CREAT)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # another client holds the mutex the drop needs
+        with pytest.raises(LockIOError) as caught:
+            make(store, "alpha", clock, takeover_wait_seconds=0.05).acquire()
+    finally:
+        os.close(holder)
+
+    assert "(the lock could not be dropped and goes stale)" in str(caught.value)
+    assert lock_text(store) == f"alpha {T0} {ISO0}\n"  # left behind: it ages out like any other
+
+
+def test_a_lock_taken_from_us_while_our_status_write_fails_is_left_to_its_new_owner(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replace = os.replace
+
+    def gamma_takes_it_as_our_status_fails(source: Any, target: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(target).name != ".status":
+            return replace(source, target, *args, **kwargs)
+        (store / ".lock").write_text(f"gamma {T0} {ISO0}\n")
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "replace", gamma_takes_it_as_our_status_fails)
+    with pytest.raises(LockIOError) as caught:
+        make(store, "alpha", clock).acquire()
+    monkeypatch.undo()
+
+    assert "(the lock could not be dropped and goes stale)" in str(caught.value)
+    assert lock_text(store) == f"gamma {T0} {ISO0}\n"  # not ours to drop
+
+
+def test_a_taken_over_lock_that_cannot_be_removed_after_a_failed_status_is_said_to_go_stale(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (store / ".lock").write_text("ghost 1000 1970-01-01T00:16:40Z\n")
+    (store / ".status").mkdir()
+    monkeypatch.setattr(os, "unlink", _unlink_all_but_the_lock(os.unlink))
+    with pytest.raises(LockIOError) as caught:
+        make(store, "beta", clock).acquire()
+    monkeypatch.undo()
+
+    assert "(the lock could not be dropped and goes stale)" in str(caught.value)
+    assert lock_text(store) == f"beta {T0} {ISO0}\n"
+
+
+def test_a_link_planted_at_the_status_temp_name_is_never_written_through(
+    store: Path, clock: FakeClock
+) -> None:
+    victim = store.parent / "victim.md"
+    victim.write_bytes(b"knowledge\n")
+    (store / f".status.tmp.{os.getpid()}").symlink_to(victim)  # the temp name is predictable
+
+    with pytest.raises(LockIOError, match="dropped"):
+        make(store, "alpha", clock).acquire()
+
+    assert victim.read_bytes() == b"knowledge\n"
+    assert not (store / ".status").exists() and not (store / ".lock").exists()
+
+
+def test_a_status_temp_left_by_a_killed_process_with_our_pid_does_not_block_the_lock(
+    store: Path, clock: FakeClock
+) -> None:
+    # Pids are reused: a writer killed between its temp file and its rename left this behind.
+    (store / f".status.tmp.{os.getpid()}").write_bytes(b"running 2026-01-01T00:00:00Z\n")
+
+    make(store, "alpha", clock).acquire()
+
+    assert status_text(store) == f"running {ISO0}\n"
+    assert temp_files(store) == []
+
+
+def _unlink_all_but_the_lock(unlink: Any) -> Any:
+    """os.unlink, except that removing `.lock` is refused (EACCES)."""
+
+    def unlink_others(path: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(path).name == ".lock":
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+        unlink(path, *args, **kwargs)
+
+    return unlink_others
+
+
 def _failing(errnum: int) -> Any:
     def fail(*args: object, **kwargs: object) -> None:
         raise OSError(errnum, os.strerror(errnum))
@@ -536,34 +876,131 @@ def _failing(errnum: int) -> Any:
     return fail
 
 
-def test_failed_rename_on_heartbeat_keeps_the_old_line(
-    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("operation", "call", "failure", "message"),
+    [
+        ("heartbeat", "replace", _failing(errno.EIO), "cannot replace the lock (Input/output error)"),
+        ("release", "unlink", _unlink_all_but_the_lock(os.unlink), "cannot remove the lock (Permission denied)"),
+    ],
+)
+def test_a_failed_heartbeat_or_release_keeps_the_old_line_and_the_lock_ours(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, operation: str, call: str,
+    failure: Any, message: str,
 ) -> None:
     alpha = make(store, "alpha", clock)
     alpha.acquire()
     before = lock_text(store)
     clock.advance(10)
-    monkeypatch.setattr(os, "replace", _failing(errno.EIO))
+    monkeypatch.setattr(os, call, failure)
 
-    with pytest.raises(LockIOError):
-        alpha.heartbeat(step=1, signals=1)
+    with pytest.raises(LockIOError) as caught:
+        getattr(alpha, operation)()
 
     monkeypatch.undo()
+    assert str(caught.value).startswith(f"{store / '.lock'}: {message}; ")
     assert lock_text(store) == before
-    alpha.heartbeat()  # still ours: the failed attempt changed nothing
+    getattr(alpha, operation)()  # still ours: the failed attempt changed nothing
+    assert lock_text(store) != before if operation == "heartbeat" else not (store / ".lock").exists()
 
 
-@pytest.mark.parametrize("target", ["link", "fsync", "write"])
+@pytest.mark.parametrize(
+    ("target", "failed"),
+    [("link", ".lock: cannot create the lock"), ("fsync", "cannot create a temp file for the lock"),
+     ("write", "cannot create a temp file for the lock")],
+)
 def test_failed_create_leaves_no_lock_and_no_temp(
-    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, target: str
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, target: str, failed: str
 ) -> None:
     monkeypatch.setattr(os, target, _failing(errno.EIO))
 
-    with pytest.raises(LockIOError):
+    with pytest.raises(LockIOError) as caught:
         make(store, "alpha", clock).acquire()
 
     monkeypatch.undo()
+    assert f"{failed} (Input/output error); treat the lock as lost" in str(caught.value)
     assert not (store / ".lock").exists()
+
+
+@pytest.mark.parametrize(
+    ("failing", "message"),
+    [("open", "cannot create the lock (Read-only file system)"),
+     ("fsync", "cannot write the lock (Input/output error)")],
+)
+def test_without_hard_links_a_lock_that_cannot_be_made_is_removed_and_said_so(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, failing: str, message: str
+) -> None:
+    real_open, real_fsync = os.open, os.fsync
+    synced: list[int] = []
+
+    def open_all_but_the_lock(path: Any, *args: Any, **kwargs: Any) -> int:
+        if Path(path).name == ".lock":
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return real_open(path, *args, **kwargs)
+
+    def the_second_fsync_fails(fd: int) -> None:  # the temp file's passes; the lock's own fails
+        synced.append(fd)
+        if len(synced) == 2:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "link", _failing(errno.EPERM))
+    if failing == "open":
+        monkeypatch.setattr(os, "open", open_all_but_the_lock)
+    else:
+        monkeypatch.setattr(os, "fsync", the_second_fsync_fails)
+    with pytest.raises(LockIOError) as caught:
+        make(store, "alpha", clock).acquire()
+    monkeypatch.undo()
+
+    assert str(caught.value).startswith(f"{store / '.lock'}: {message}; ")
+    assert not (store / ".lock").exists()
+
+
+@pytest.mark.parametrize("hard_links", [True, False])
+def test_a_racer_that_creates_the_lock_just_before_us_wins(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, hard_links: bool
+) -> None:
+    # We saw no lock; the racer's line lands between that look and our test-and-set.
+    link = os.link
+
+    def racer_first(source: Any, target: Any, *args: Any, **kwargs: Any) -> None:
+        Path(target).write_bytes(LockLine("racer", T0).encode())
+        if not hard_links:
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+        link(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", racer_first)
+    with pytest.raises(LockHeld) as caught:
+        make(store, "alpha", clock).acquire()
+    monkeypatch.undo()
+
+    assert (caught.value.owner, caught.value.age) == ("racer", 0)
+    assert lock_text(store) == f"racer {T0} {ISO0}\n"
+    assert not (store / ".status").exists()  # the loser writes nothing
+
+
+@pytest.mark.parametrize("kind", ["new", "swap"])
+def test_a_file_at_the_lock_temp_name_is_never_overwritten(
+    store: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    import secrets
+
+    alpha = make(store, "alpha", clock)
+    if kind == "swap":
+        alpha.acquire()
+        clock.advance(10)
+    before = (store / ".lock").read_bytes() if kind == "swap" else None
+    monkeypatch.setattr(secrets, "token_hex", lambda nbytes: "0" * 2 * nbytes)
+    planted = store / f".lock.{kind}.{os.getpid()}.00000000"
+    planted.write_bytes(b"someone else's\n")
+
+    with pytest.raises(LockIOError, match="cannot create a temp file for the lock \\(File exists\\)"):
+        alpha.heartbeat() if kind == "swap" else alpha.acquire()
+
+    assert planted.read_bytes() == b"someone else's\n"
+    planted.unlink()
+    # A heartbeat leaves the old line; an acquire leaves no lock.
+    assert ((store / ".lock").read_bytes() if (store / ".lock").exists() else None) == before
 
 
 def test_without_hard_links_acquire_falls_back_to_exclusive_create(
@@ -578,8 +1015,16 @@ def test_without_hard_links_acquire_falls_back_to_exclusive_create(
 
 
 def test_missing_store_root_is_an_io_error(tmp_path: Path) -> None:
-    with pytest.raises(LockIOError):
+    with pytest.raises(LockIOError) as caught:
         StoreLock(tmp_path / "nowhere", "alpha").acquire()
+
+    # The file, what failed and why in the system's words, and what to do about it.
+    assert re.fullmatch(
+        rf"{re.escape(str(tmp_path / 'nowhere'))}/\.lock\.new\.{os.getpid()}\.[0-9a-f]{{8}}: cannot create a "
+        r"temp file for the lock \(No such file or directory\); treat the lock as lost, and check the "
+        r"store directory's permissions and free space",
+        str(caught.value),
+    )
 
 
 # -- real processes --------------------------------------------------------------------------
