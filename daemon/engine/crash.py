@@ -34,7 +34,11 @@ def _nth_time(spec: str, boundary: str, kind: str) -> bool:
 def crashpoint(boundary: str) -> None:
     spec = os.environ.get(CRASH_ENV)
     if spec and _nth_time(spec, boundary, "crash"):
-        os.kill(os.getpid(), getattr(signal, os.environ.get("DISTILLD_CRASH_SIGNAL", "SIGKILL")))
+        chosen = getattr(signal, os.environ.get("DISTILLD_CRASH_SIGNAL", "SIGKILL"))
+        if chosen == signal.SIGINT and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            # started in the background by a shell, SIGINT comes ignored: a Ctrl-C in a terminal is not
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.kill(os.getpid(), chosen)
     pause = os.environ.get(PAUSE_ENV)
     if pause and _nth_time(pause, boundary, "pause"):
         flag = Path(os.environ[PAUSE_FILE_ENV])
