@@ -3,14 +3,16 @@ to agree with the ledger, inbox items for a file changed on both sides, sync cla
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from builders import FIXED_NOW, MARLIN_ENTRY, healthy_store
+import pytest
+from builders import EM, FIXED_NOW, MARLIN_ENTRY, healthy_store
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.ledger import Ledger, merge_ledgers
 from distilld.store.line_replay import replay_lines
-from distilld.store.merge import BytesFiles, Sides, has_conflict_markers, merge_stores
+from distilld.store.merge import BytesFiles, Sides, StoreMerge, has_conflict_markers, merge_stores
 from distilld.store.paths import sync_class
 from distilld.store.snapshot import snapshot_from_files, take_snapshot
 from distilld.store.text import sha256_hex, sha256_norm_hex
@@ -185,3 +187,255 @@ def test_marlin_fixture_entry_is_what_a_restore_re_adds(tmp_path: Path) -> None:
     assert result.ok, result.blocked_by
     spine = result.changes["SPINE.md"]
     assert spine is not None and MARLIN_ENTRY.encode() in spine and b"<!-- ours -->" in spine
+
+
+# -- merge_stores, rule by rule ----------------------------------------------------------------------
+# Rowan's store with one more project (tern, indexed after osprey, so that its ledger path sorts
+# after marlin's), and the edits a machine makes to it, as byte trees.
+
+TERN_ENTRY = f"- [Tern](projects/tern.md) {EM} Tern metrics service, paused. Read when asked about tern."
+
+
+def rowan_files(tmp_path: Path) -> dict[str, bytes]:
+    builder = healthy_store(tmp_path / "base")
+    builder.tier("projects/tern.md", "# Tern\n\n- Metrics land in the warehouse nightly.\n",
+                 domain="project", scope="Tern metrics service", last_updated="2026-03-01")
+    spine = builder.read("SPINE.md").decode()
+    osprey = next(x for x in spine.splitlines(keepends=True) if "(projects/osprey.md)" in x)
+    builder.write("SPINE.md", spine.replace(osprey, osprey + TERN_ENTRY + "\n"))
+    builder.rebuild_catalog()
+    return store_files(builder.root)
+
+
+def entry_of(files: dict[str, bytes], path: str) -> str:
+    return next(x for x in files["SPINE.md"].decode().splitlines() if f"]({path})" in x)
+
+
+def archived(files: dict[str, bytes], path: str, stamp: str, *, norm: bool = True) -> dict[str, bytes]:
+    """``files`` after an archive of ``path`` as gc makes it: the ledger line, the move, the
+    SPINE entry removed."""
+    out = dict(files)
+    raw = out.pop(path)
+    entry = entry_of(files, path)
+    out["archive/" + path] = raw
+    out["SPINE.md"] = files["SPINE.md"].replace(entry.encode() + b"\n", b"")
+    checksums = f"sha256: {sha256_hex(raw)}" + (f" | sha256-norm: {sha256_norm_hex(raw)}" if norm else "")
+    out["archive/LEDGER.md"] = files["archive/LEDGER.md"] + (
+        f"- {stamp} archive | from: {path} | to: archive/{path} | {checksums} | reason: stale"
+        f" | spine-entry: {entry}\n").encode()
+    return out
+
+
+def restored(files: dict[str, bytes], path: str, stamp: str, *, spine: bool = True) -> dict[str, bytes]:
+    """``files`` after a restore of ``path``: the ledger line, the move back and (unless
+    ``spine`` is false) the saved entry re-added to the SPINE."""
+    out = dict(files)
+    raw = out.pop("archive/" + path)
+    out[path] = raw
+    out["archive/LEDGER.md"] = files["archive/LEDGER.md"] + (
+        f"- {stamp} restore | from: archive/{path} | to: {path} | sha256: {sha256_hex(raw)}"
+        " | reason: user request\n").encode()
+    if spine:
+        out["SPINE.md"] = files["SPINE.md"] + (MARLIN_ENTRY + "\n").encode()
+    return out
+
+
+def merge(base: dict[str, bytes], ours: dict[str, bytes], theirs: dict[str, bytes]) -> StoreMerge:
+    return merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW, LIMITS,
+                        Sides("local", "remote"), token=lambda: "beef")
+
+
+def merged_tree(ours: dict[str, bytes], result: StoreMerge) -> dict[str, bytes]:
+    tree = dict(ours)
+    for path, raw in result.changes.items():
+        if raw is None:
+            tree.pop(path, None)
+        else:
+            tree[path] = raw
+    return tree
+
+
+def failures(tmp_path: Path, files: dict[str, bytes]) -> list[str]:
+    empty = tmp_path / "checked"
+    empty.mkdir(exist_ok=True)
+    return [f.message for f in check_store(snapshot_from_files(empty, files), LIMITS) if f.severity == "fail"]
+
+
+def inbox_item(path: str, kept_from: str, note: str, raw: bytes, hint: str | None) -> bytes:
+    head = ["---", "origin: sync-conflict", "created: 2026-11-30T12:00:00Z", f"conflict_path: {path}",
+            f"kept_from: {kept_from}", f"note: {note}", *([f"domain_hint: {hint}"] if hint else []), "---", "", ""]
+    return "\n".join(head).encode() + raw
+
+
+def item_name(path: str) -> str:
+    return "inbox/20261130T120000Z-beef-sync-conflict-" + path.removesuffix(".md").replace("/", "-") + ".md"
+
+
+def test_every_ledger_line_of_both_sides_lands_in_stamp_order(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    ours = archived(base, "projects/tern.md", "2026-11-30T10:00:00Z")
+    theirs = archived(base, "projects/kestrel.md", "2026-11-30T09:00:00Z")
+    result = merge(base, ours, theirs)
+    assert result.ok and result.inbox == [] and result.inherited == [], result.blocked_by
+    tree = merged_tree(ours, result)
+    theirs_line = theirs["archive/LEDGER.md"].removeprefix(base["archive/LEDGER.md"])
+    ours_line = ours["archive/LEDGER.md"].removeprefix(base["archive/LEDGER.md"])
+    assert tree["archive/LEDGER.md"] == base["archive/LEDGER.md"] + theirs_line + ours_line
+    for path in ("projects/tern.md", "projects/kestrel.md"):
+        assert path not in tree and tree["archive/" + path] == base[path]
+        assert f"]({path})".encode() not in tree["SPINE.md"]
+    assert result.resolutions == [
+        "SPINE.md: changed on both sides; line edits of both kept",
+        "archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+    ]
+    assert failures(tmp_path, tree) == []
+
+
+def test_edits_of_both_sides_to_different_files_all_land(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    ours = {**base, "craft/testing-2.md": base["craft/testing-2.md"] + b"- ours, first\n",
+            "projects/tern.md": base["projects/tern.md"] + b"- ours, second\n"}
+    theirs = {**base, "craft/testing.md": base["craft/testing.md"] + b"- theirs, first\n",
+              "ops/deploy.md": base["ops/deploy.md"] + b"- theirs, second\n"}
+    del theirs["evidence/projects/marlin.md"]
+    result = merge(base, ours, theirs)
+    assert result.ok and result.inbox == [] and result.resolutions == [], result.blocked_by
+    tree = merged_tree(ours, result)
+    assert {p: tree.get(p) for p in ("craft/testing-2.md", "projects/tern.md", "craft/testing.md", "ops/deploy.md",
+                                     "evidence/projects/marlin.md")} == {
+        "craft/testing-2.md": ours["craft/testing-2.md"], "projects/tern.md": ours["projects/tern.md"],
+        "craft/testing.md": theirs["craft/testing.md"], "ops/deploy.md": theirs["ops/deploy.md"],
+        "evidence/projects/marlin.md": None}
+    assert failures(tmp_path, tree) == []
+    assert failures(tmp_path, {**tree, "CATALOG.md": base["CATALOG.md"]}) != []  # it counts the entries added
+
+
+def test_a_file_changed_on_both_sides_stays_theirs_and_ours_is_kept_whole_in_the_inbox(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    ours = {**base, "craft/testing.md": base["craft/testing.md"] + b"- ours\n"}
+    theirs = {**base, "craft/testing.md": base["craft/testing.md"] + b"- theirs\n"}
+    # The defaults: sides named local and remote, a random four-digit hex token.
+    result = merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW, LIMITS)
+    assert result.ok, result.blocked_by
+    [name] = result.inbox
+    assert re.fullmatch(r"inbox/20261130T120000Z-[0-9a-f]{4}-sync-conflict-craft-testing\.md", name)
+    tree = merged_tree(ours, result)
+    assert tree["craft/testing.md"] == theirs["craft/testing.md"]
+    assert tree[name] == inbox_item("craft/testing.md", "local",
+                                    "changed on both machines; the remote version stays at craft/testing.md",
+                                    ours["craft/testing.md"], "craft")
+    assert result.resolutions == [f"craft/testing.md: local version kept whole as {name}"]
+
+
+def test_spine_and_evidence_edited_on_both_sides_keep_the_line_edits_of_both(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    evidence = base["evidence/craft/testing.md"]
+    first = b"- 2026-04-18 directive: real files only (recorded as NON-NEGOTIABLE)\n"
+    ours = {**base, "SPINE.md": base["SPINE.md"] + b"<!-- ours -->\n",
+            "evidence/craft/testing.md": evidence.replace(first, b"")}
+    theirs = {**base, "SPINE.md": base["SPINE.md"].replace(TERN_ENTRY.encode(), TERN_ENTRY.encode() + b" Theirs."),
+              "evidence/craft/testing.md": evidence + b"- 2026-11-29 confirm: theirs\n"}
+    result = merge(base, ours, theirs)
+    assert result.ok and result.inbox == [], result.blocked_by
+    tree = merged_tree(ours, result)
+    assert tree["SPINE.md"] == theirs["SPINE.md"] + b"<!-- ours -->\n"
+    assert tree["evidence/craft/testing.md"] == theirs["evidence/craft/testing.md"].replace(first, b"")
+    assert result.resolutions == ["SPINE.md: changed on both sides; line edits of both kept",
+                                  "evidence/craft/testing.md: changed on both sides; line edits of both kept"]
+
+
+def test_a_file_deleted_on_one_side_and_edited_on_the_other(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    edited = base["evidence/projects/marlin.md"] + b"- 2026-11-29 observe: theirs\n"
+    # Ours deleted it, theirs edited it: theirs' version stays, and there is nothing of ours to keep.
+    ours = {p: raw for p, raw in base.items() if p != "evidence/projects/marlin.md"}
+    result = merge(base, ours, {**base, "evidence/projects/marlin.md": edited})
+    assert result.ok and result.inbox == [] and result.resolutions == [], result.blocked_by
+    assert merged_tree(ours, result)["evidence/projects/marlin.md"] == edited
+    # Ours edited it, theirs deleted it: the deletion stays, and ours is kept whole in the inbox.
+    ours = {**base, "evidence/projects/marlin.md": edited}
+    result = merge(base, ours, {p: raw for p, raw in base.items() if p != "evidence/projects/marlin.md"})
+    assert result.ok and result.inbox == [item_name("evidence/projects/marlin.md")], result.blocked_by
+    tree = merged_tree(ours, result)
+    assert "evidence/projects/marlin.md" not in tree
+    assert tree[result.inbox[0]] == inbox_item(
+        "evidence/projects/marlin.md", "local",
+        "changed on both machines; the remote version stays at evidence/projects/marlin.md", edited, "projects")
+
+
+def test_a_ledger_only_one_side_has_is_taken_byte_for_byte(tmp_path: Path) -> None:
+    full = rowan_files(tmp_path)
+    # A store that never archived anything has no ledger yet; the first archive creates it.
+    base = {p: raw for p, raw in full.items()
+            if p not in ("archive/LEDGER.md", "archive/projects/marlin.md", "evidence/projects/marlin.md")}
+    first = archived({**base, "archive/LEDGER.md": HEAD}, "projects/tern.md", "2026-11-30T10:00:00Z")
+    edit = {**base, "craft/testing.md": base["craft/testing.md"] + b"- an edit\n"}
+    for ours, theirs in ((first, edit), (edit, first)):
+        result = merge(base, ours, theirs)
+        assert result.ok, result.blocked_by
+        tree = merged_tree(ours, result)
+        assert tree["archive/LEDGER.md"] == first["archive/LEDGER.md"]
+        assert "projects/tern.md" not in tree and tree["archive/projects/tern.md"] == base["projects/tern.md"]
+        assert not any(r.startswith("archive/LEDGER.md") for r in result.resolutions), result.resolutions
+
+
+def test_a_file_archived_here_and_edited_there_is_archived_and_the_edit_kept_in_the_inbox(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    ours = archived(base, "projects/tern.md", "2026-11-30T10:00:00Z")
+    edited = base["projects/tern.md"] + b"- An agent added this on the other machine.\n"
+    theirs = {**base, "projects/tern.md": edited}
+    result = merge(base, ours, theirs)
+    assert result.ok, result.blocked_by
+    tree = merged_tree(ours, result)
+    assert "projects/tern.md" not in tree and tree["archive/projects/tern.md"] == base["projects/tern.md"]
+    assert result.inbox == [item_name("projects/tern.md")]
+    assert tree[result.inbox[0]] == inbox_item(
+        "projects/tern.md", "remote", "edited while the other machine archived it to archive/projects/tern.md",
+        edited, "projects")
+    assert result.resolutions == ["archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+                                  "projects/tern.md: archived, as the ledger's last event says",
+                                  f"projects/tern.md: remote version kept whole as {result.inbox[0]}"]
+    assert failures(tmp_path, tree) == []
+
+
+@pytest.mark.parametrize("norm", [True, False])
+def test_two_archived_copies_keep_the_one_the_ledgers_last_line_names(tmp_path: Path, norm: bool) -> None:
+    """Both machines archived tern, one after an edit: the copy the newest archive line's
+    checksum names stays in archive/, the other is kept whole in the inbox."""
+    base = rowan_files(tmp_path)
+    edited = {**base, "projects/tern.md": base["projects/tern.md"] + b"- Edited before it was archived.\n"}
+    plain, changed = base["projects/tern.md"], edited["projects/tern.md"]
+    for ours, theirs, stays, other, other_from in (
+            (archived(base, "projects/tern.md", "2026-11-30T10:00:00Z", norm=norm),
+             archived(edited, "projects/tern.md", "2026-11-30T11:00:00Z", norm=norm), changed, plain, "local"),
+            (archived(base, "projects/tern.md", "2026-11-30T11:00:00Z", norm=norm),
+             archived(edited, "projects/tern.md", "2026-11-30T10:00:00Z", norm=norm), plain, changed, "remote")):
+        result = merge(base, ours, theirs)
+        assert result.ok, result.blocked_by
+        tree = merged_tree(ours, result)
+        assert "projects/tern.md" not in tree and tree["archive/projects/tern.md"] == stays
+        assert result.inbox == [item_name("archive/projects/tern.md")]
+        assert tree[result.inbox[0]] == inbox_item("archive/projects/tern.md", other_from,
+                                                   "a second archived copy; the ledger names the other one",
+                                                   other, "projects")
+        picked = ["archive/projects/tern.md: the copy the ledger's checksum names"] if stays == plain else []
+        assert result.resolutions == [
+            "archive/LEDGER.md: union of both sides' lines, sorted by stamp", *picked,
+            f"archive/projects/tern.md: {other_from} version kept whole as {result.inbox[0]}"]
+        assert failures(tmp_path, tree) == []
+
+
+def test_an_archived_copy_whose_only_change_is_its_recall_count_matches_the_ledger(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    ours = archived(base, "projects/tern.md", "2026-11-30T11:00:00Z")
+    recalled = base["projects/tern.md"].replace(b"---\n\n", b"recall_count: 3\n---\n\n", 1)
+    theirs = archived({**base, "projects/tern.md": recalled}, "projects/tern.md", "2026-11-30T10:00:00Z")
+    assert sha256_hex(recalled) != sha256_hex(base["projects/tern.md"])
+    result = merge(base, ours, theirs)
+    assert result.ok, result.blocked_by
+    # Ours' line is the newest; theirs' copy matches its sha256-norm, so theirs stays in place.
+    tree = merged_tree(ours, result)
+    assert tree["archive/projects/tern.md"] == recalled
+    assert result.inbox == [item_name("archive/projects/tern.md")]
+    assert tree[result.inbox[0]].endswith(b"kept_from: local\nnote: a second archived copy; the ledger names the "
+                                          b"other one\ndomain_hint: projects\n---\n\n" + base["projects/tern.md"])
