@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from builders import EM, FIXED_NOW, MARLIN_ENTRY, healthy_store
 from distilld.policy import load_policy
+from distilld.store.findings import Finding
 from distilld.store.invariants import check_store
 from distilld.store.ledger import Ledger, merge_ledgers
 from distilld.store.line_replay import replay_lines
@@ -102,8 +103,20 @@ def test_replay_keeps_a_line_both_sides_added_once() -> None:
 def test_conflict_markers_need_all_three_in_order() -> None:
     assert has_conflict_markers(b"x\n<<<<<<< HEAD\na\n=======\nb\n>>>>>>> other\n")
     assert has_conflict_markers(b"<<<<<<< ours\r\na\r\n=======\r\nb\r\n>>>>>>> theirs")
+    assert has_conflict_markers(b"<<<<<<<\na\n=======\nb\n>>>>>>>\n")  # markers without labels
     assert not has_conflict_markers(b"Title\n=======\n\ntext\n")
     assert not has_conflict_markers(b">>>>>>> x\n=======\n<<<<<<< y\n")
+
+
+@pytest.mark.parametrize("text", [
+    b"<<<<<<< ours\na\n>>>>>>> theirs\n",  # no separator
+    b"<<<<<<< ours\na\n=======\nb\n",  # no closing marker
+    b"<<<<<<< ours\na\n=======X\nb\n>>>>>>> theirs\n",  # the separator is seven signs, alone
+    b"<<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n",  # eight signs open nothing
+    b"Title\n=======\n>>>>>>> quoted\n<<<<<<< quoted\n",  # a closing marker before any opening one
+])
+def test_text_that_only_looks_like_a_conflict_is_not_one(text: bytes) -> None:
+    assert not has_conflict_markers(text)
 
 
 def test_sync_classes() -> None:
@@ -268,7 +281,7 @@ def inbox_item(path: str, kept_from: str, note: str, raw: bytes, hint: str | Non
 
 
 def item_name(path: str) -> str:
-    return "inbox/20261130T120000Z-beef-sync-conflict-" + path.removesuffix(".md").replace("/", "-") + ".md"
+    return "inbox/20261130T120000Z-beef-sync-conflict-" + path.removesuffix(".md").replace("/", "-").lower() + ".md"
 
 
 def test_every_ledger_line_of_both_sides_lands_in_stamp_order(tmp_path: Path) -> None:
@@ -439,3 +452,180 @@ def test_an_archived_copy_whose_only_change_is_its_recall_count_matches_the_ledg
     assert result.inbox == [item_name("archive/projects/tern.md")]
     assert tree[result.inbox[0]].endswith(b"kept_from: local\nnote: a second archived copy; the ledger names the "
                                           b"other one\ndomain_hint: projects\n---\n\n" + base["projects/tern.md"])
+
+
+def test_an_entry_edited_while_the_other_machine_archived_its_file_goes_to_the_inbox(tmp_path: Path) -> None:
+    """The pointer to an archived file leaves the SPINE; the entry's edited wording is not lost."""
+    base = rowan_files(tmp_path)
+    ours = archived(base, "projects/tern.md", "2026-11-30T10:00:00Z")
+    edited_entry = TERN_ENTRY.encode() + b" Now resumed.\n  Read before touching the metrics jobs.\n"
+    theirs = {**base, "SPINE.md": base["SPINE.md"].replace(TERN_ENTRY.encode() + b"\n", edited_entry)}
+    result = merge(base, ours, theirs)
+    assert result.ok, result.blocked_by
+    tree = merged_tree(ours, result)
+    assert tree["SPINE.md"] == ours["SPINE.md"]
+    assert result.inbox == [item_name("SPINE.md")]
+    assert tree[result.inbox[0]] == inbox_item(
+        "SPINE.md", "merged SPINE", "the SPINE entry for projects/tern.md, which the ledger archived; it differs "
+        "from the entry the ledger saved", edited_entry, None)
+    assert result.resolutions == [
+        "SPINE.md: changed on both sides; line edits of both kept",
+        "archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+        "SPINE.md: pointer to archived projects/tern.md removed",
+        f"SPINE.md: merged SPINE version kept whole as {result.inbox[0]}"]
+    assert failures(tmp_path, tree) == []
+
+
+def test_a_pointer_the_archiving_machine_left_behind_is_removed(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    # Theirs archived tern, but its SPINE still points at it (the SPINE edit never came).
+    theirs = {**archived(base, "projects/tern.md", "2026-11-30T10:00:00Z"), "SPINE.md": base["SPINE.md"]}
+    assert failures(tmp_path, theirs) != []
+    ours = {**base, "craft/testing.md": base["craft/testing.md"] + b"- ours\n"}
+    result = merge(base, ours, theirs)
+    assert result.ok and result.inbox == [], result.blocked_by
+    tree = merged_tree(ours, result)
+    assert tree["SPINE.md"] == base["SPINE.md"].replace(TERN_ENTRY.encode() + b"\n", b"")
+    assert result.resolutions == ["archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+                                  "SPINE.md: pointer to archived projects/tern.md removed"]
+    assert failures(tmp_path, tree) == []
+
+
+def test_a_restore_whose_entry_is_already_in_the_spine_keeps_it_once(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    theirs = restored(base, "projects/marlin.md", "2026-11-30T11:00:00Z")
+    ours = {**base, "SPINE.md": b"<!-- ours -->\n" + base["SPINE.md"]}
+    result = merge(base, ours, theirs)
+    assert result.ok and result.inbox == [], result.blocked_by
+    tree = merged_tree(ours, result)
+    assert tree["SPINE.md"] == b"<!-- ours -->\n" + theirs["SPINE.md"]
+    assert tree["projects/marlin.md"] == base["archive/projects/marlin.md"] and "archive/projects/marlin.md" not in tree
+    assert result.resolutions == ["SPINE.md: changed on both sides; line edits of both kept", "archive/LEDGER.md: union of both sides' lines, sorted by stamp"]
+
+
+def test_a_restore_whose_entry_was_lost_gets_it_back_from_the_ledger(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    theirs = restored(base, "projects/marlin.md", "2026-11-30T11:00:00Z", spine=False)
+    ours = {**base, "craft/testing.md": base["craft/testing.md"] + b"- ours\n"}
+    result = merge(base, ours, theirs)
+    assert result.ok and result.inbox == [], result.blocked_by
+    tree = merged_tree(ours, result)
+    assert tree["SPINE.md"].count(b"(projects/marlin.md)") == 1 and MARLIN_ENTRY.encode() in tree["SPINE.md"]
+    assert result.resolutions == ["archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+                                  "SPINE.md: entry for restored projects/marlin.md re-added from the ledger"]
+    assert failures(tmp_path, tree) == []
+
+
+def test_a_restore_here_after_a_new_archive_there_keeps_the_newer_archived_copy_in_the_inbox(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    # Theirs restored marlin, edited it and archived it again; ours restored it later.
+    again = restored(base, "projects/marlin.md", "2026-11-30T08:00:00Z")
+    again["projects/marlin.md"] += b"- Reopened for one more report.\n"
+    theirs = archived(again, "projects/marlin.md", "2026-11-30T09:00:00Z")
+    ours = restored(base, "projects/marlin.md", "2026-11-30T10:00:00Z")
+    result = merge(base, ours, theirs)
+    assert result.ok, result.blocked_by
+    tree = merged_tree(ours, result)
+    assert tree["projects/marlin.md"] == ours["projects/marlin.md"] and "archive/projects/marlin.md" not in tree
+    assert result.inbox == [item_name("archive/projects/marlin.md")]
+    assert tree[result.inbox[0]] == inbox_item(
+        "archive/projects/marlin.md", "remote", "archived on one machine while projects/marlin.md was restored",
+        again["projects/marlin.md"], "projects")
+    assert result.resolutions == [
+        "archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+        "archive/projects/marlin.md: removed, the ledger's last event restores projects/marlin.md",
+        f"archive/projects/marlin.md: remote version kept whole as {result.inbox[0]}"]
+    assert failures(tmp_path, tree) == []
+
+
+def test_a_restored_file_deleted_on_the_other_machine_without_a_ledger_line_comes_back(tmp_path: Path) -> None:
+    base = restored(rowan_files(tmp_path), "projects/marlin.md", "2026-11-30T08:00:00Z")
+    theirs = {p: raw for p, raw in base.items() if p != "projects/marlin.md"}
+    theirs["SPINE.md"] = base["SPINE.md"].replace(MARLIN_ENTRY.encode() + b"\n", b"")
+    ours = {**base, "craft/testing.md": base["craft/testing.md"] + b"- ours\n"}
+    result = merge(base, ours, theirs)
+    assert result.ok and result.inbox == [], result.blocked_by
+    tree = merged_tree(ours, result)
+    assert tree["projects/marlin.md"] == base["projects/marlin.md"]
+    spine = tree["SPINE.md"]
+    assert spine.count(b"(projects/marlin.md)") == 1
+    assert spine.index(b"## Projects") < spine.index(MARLIN_ENTRY.encode()) < spine.index(b"## Feedback")
+    assert result.resolutions == ["SPINE.md: entry for restored projects/marlin.md re-added from the ledger"]
+    assert failures(tmp_path, tree) == []
+
+
+def test_the_catalog_is_rebuilt_with_the_remotes_line_endings_and_never_created(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    ours = {**base, "craft/testing.md": base["craft/testing.md"] + b"- ours\n"}
+    theirs = {**base, "ops/deploy.md": base["ops/deploy.md"] + b"- theirs\n",
+              "CATALOG.md": base["CATALOG.md"].replace(b"\n", b"\r\n")}
+    result = merge(base, ours, theirs)
+    assert result.ok, result.blocked_by
+    catalog = merged_tree(ours, result)["CATALOG.md"]
+    assert catalog.count(b"\n") == catalog.count(b"\r\n") > 10
+    assert failures(tmp_path, merged_tree(ours, result)) == []
+    assert result.resolutions == ["CATALOG.md: rebuilt from the merged tree and ledger"]
+    # Only one side has a catalog: it is rebuilt, with that side's line endings.
+    bare = {p: raw for p, raw in base.items() if p != "CATALOG.md"}
+    for ours, theirs in (({**bare, "craft/testing.md": ours["craft/testing.md"]}, theirs),
+                         (theirs, {**bare, "craft/testing.md": ours["craft/testing.md"]})):
+        result = merge(bare, ours, theirs)
+        catalog = merged_tree(ours, result)["CATALOG.md"]
+        assert catalog.count(b"\n") == catalog.count(b"\r\n") > 10
+        assert failures(tmp_path, merged_tree(ours, result)) == []
+    # Neither side has one: the merge does not make one up.
+    ours = {**bare, "craft/testing.md": base["craft/testing.md"] + b"- ours\n"}
+    result = merge(bare, ours, {**bare, "ops/deploy.md": theirs["ops/deploy.md"]})
+    assert "CATALOG.md" not in merged_tree(ours, result) and "CATALOG.md" not in result.changes
+    assert result.ok and [f.code for f in result.inherited] != [], result.blocked_by
+
+
+def test_failures_each_side_already_had_are_all_inherited(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    # Each side breaks a different rule, on a different file; the merge adds neither.
+    ours = {**base, "ops/deploy.md": base["ops/deploy.md"].replace(b"read_with: [craft/testing.md]",
+                                                                   b"read_with: [craft/gone.md]")}
+    theirs = {**base, "craft/testing-2.md": base["craft/testing-2.md"].replace(b"split_from: craft/testing.md",
+                                                                             b"split_from: craft/gone.md")}
+    mine, yours = failures(tmp_path, ours), failures(tmp_path, theirs)
+    assert len(mine) == len(yours) == 1 and mine != yours
+    result = merge(base, ours, theirs)
+    assert result.ok, result.blocked_by
+    assert sorted(f.message for f in result.inherited) == sorted(mine + yours)
+
+
+def test_a_note_does_not_block_a_merge(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    # A byte-order mark is worth a note, not a failure.
+    ours = {**base, "craft/testing.md": b"\xef\xbb\xbf" + base["craft/testing.md"]}
+    theirs = {**base, "ops/deploy.md": base["ops/deploy.md"] + b"- theirs\n"}
+    snapshot = snapshot_from_files(tmp_path, merged_tree(ours, merge(base, ours, theirs)))
+    assert [f.severity for f in check_store(snapshot, LIMITS)] == ["note"]
+    result = merge(base, ours, theirs)
+    assert result.ok and result.inherited == [], result.blocked_by
+
+
+def test_a_merge_that_would_write_conflict_markers_is_blocked_naming_the_file(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    conflicted = base["craft/testing.md"] + b"<<<<<<< ours\n- one\n=======\n- two\n>>>>>>> theirs\n"
+    ours = {**base, "ops/deploy.md": base["ops/deploy.md"] + b"- ours\n"}
+    theirs = {p: raw for p, raw in base.items() if p != "evidence/projects/marlin.md"}
+    theirs["craft/testing.md"] = conflicted
+    result = merge(base, ours, theirs)
+    assert not result.ok
+    assert result.blocked_by == [Finding("C2", "conflict-markers", "craft/testing.md",
+                                         "craft/testing.md holds git conflict markers")]
+    # Markers a file already had on our side are not the merge's doing.
+    assert merge(base, {**ours, "craft/testing.md": conflicted}, {**theirs, "craft/testing.md": conflicted}).ok
+
+
+def test_an_inbox_item_never_takes_the_name_of_a_file_the_store_holds(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    taken = "inbox/20261130T120000Z-beef-sync-conflict-craft-testing.md"
+    ours = {**base, "craft/testing.md": base["craft/testing.md"] + b"- ours\n", taken: b"an earlier item\n"}
+    theirs = {**base, "craft/testing.md": base["craft/testing.md"] + b"- theirs\n"}
+    tokens = iter(["beef", "beef", "cafe"])
+    result = merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW, LIMITS,
+                          token=lambda: next(tokens))
+    assert result.inbox == ["inbox/20261130T120000Z-cafe-sync-conflict-craft-testing.md"]
+    assert taken not in result.changes and merged_tree(ours, result)[taken] == b"an earlier item\n"
