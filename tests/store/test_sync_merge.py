@@ -207,6 +207,8 @@ def test_marlin_fixture_entry_is_what_a_restore_re_adds(tmp_path: Path) -> None:
 # after marlin's), and the edits a machine makes to it, as byte trees.
 
 TERN_ENTRY = f"- [Tern](projects/tern.md) {EM} Tern metrics service, paused. Read when asked about tern."
+# The resolution line of every merge whose two ledgers differ.
+UNION = "archive/LEDGER.md: union of both sides' lines, sorted by stamp"
 
 
 def rowan_files(tmp_path: Path) -> dict[str, bytes]:
@@ -299,7 +301,7 @@ def test_every_ledger_line_of_both_sides_lands_in_stamp_order(tmp_path: Path) ->
         assert f"]({path})".encode() not in tree["SPINE.md"]
     assert result.resolutions == [
         "SPINE.md: changed on both sides; line edits of both kept",
-        "archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+        UNION,
     ]
     assert failures(tmp_path, tree) == []
 
@@ -405,7 +407,7 @@ def test_a_file_archived_here_and_edited_there_is_archived_and_the_edit_kept_in_
     assert tree[result.inbox[0]] == inbox_item(
         "projects/tern.md", "remote", "edited while the other machine archived it to archive/projects/tern.md",
         edited, "projects")
-    assert result.resolutions == ["archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+    assert result.resolutions == [UNION,
                                   "projects/tern.md: archived, as the ledger's last event says",
                                   f"projects/tern.md: remote version kept whole as {result.inbox[0]}"]
     assert failures(tmp_path, tree) == []
@@ -433,7 +435,7 @@ def test_two_archived_copies_keep_the_one_the_ledgers_last_line_names(tmp_path: 
                                                    other, "projects")
         picked = ["archive/projects/tern.md: the copy the ledger's checksum names"] if stays == plain else []
         assert result.resolutions == [
-            "archive/LEDGER.md: union of both sides' lines, sorted by stamp", *picked,
+            UNION, *picked,
             f"archive/projects/tern.md: {other_from} version kept whole as {result.inbox[0]}"]
         assert failures(tmp_path, tree) == []
 
@@ -470,7 +472,7 @@ def test_an_entry_edited_while_the_other_machine_archived_its_file_goes_to_the_i
         "from the entry the ledger saved", edited_entry, None)
     assert result.resolutions == [
         "SPINE.md: changed on both sides; line edits of both kept",
-        "archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+        UNION,
         "SPINE.md: pointer to archived projects/tern.md removed",
         f"SPINE.md: merged SPINE version kept whole as {result.inbox[0]}"]
     assert failures(tmp_path, tree) == []
@@ -486,7 +488,7 @@ def test_a_pointer_the_archiving_machine_left_behind_is_removed(tmp_path: Path) 
     assert result.ok and result.inbox == [], result.blocked_by
     tree = merged_tree(ours, result)
     assert tree["SPINE.md"] == base["SPINE.md"].replace(TERN_ENTRY.encode() + b"\n", b"")
-    assert result.resolutions == ["archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+    assert result.resolutions == [UNION,
                                   "SPINE.md: pointer to archived projects/tern.md removed"]
     assert failures(tmp_path, tree) == []
 
@@ -500,7 +502,8 @@ def test_a_restore_whose_entry_is_already_in_the_spine_keeps_it_once(tmp_path: P
     tree = merged_tree(ours, result)
     assert tree["SPINE.md"] == b"<!-- ours -->\n" + theirs["SPINE.md"]
     assert tree["projects/marlin.md"] == base["archive/projects/marlin.md"] and "archive/projects/marlin.md" not in tree
-    assert result.resolutions == ["SPINE.md: changed on both sides; line edits of both kept", "archive/LEDGER.md: union of both sides' lines, sorted by stamp"]
+    assert result.resolutions == ["SPINE.md: changed on both sides; line edits of both kept",
+                                  UNION]
 
 
 def test_a_restore_whose_entry_was_lost_gets_it_back_from_the_ledger(tmp_path: Path) -> None:
@@ -511,7 +514,7 @@ def test_a_restore_whose_entry_was_lost_gets_it_back_from_the_ledger(tmp_path: P
     assert result.ok and result.inbox == [], result.blocked_by
     tree = merged_tree(ours, result)
     assert tree["SPINE.md"].count(b"(projects/marlin.md)") == 1 and MARLIN_ENTRY.encode() in tree["SPINE.md"]
-    assert result.resolutions == ["archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+    assert result.resolutions == [UNION,
                                   "SPINE.md: entry for restored projects/marlin.md re-added from the ledger"]
     assert failures(tmp_path, tree) == []
 
@@ -532,7 +535,7 @@ def test_a_restore_here_after_a_new_archive_there_keeps_the_newer_archived_copy_
         "archive/projects/marlin.md", "remote", "archived on one machine while projects/marlin.md was restored",
         again["projects/marlin.md"], "projects")
     assert result.resolutions == [
-        "archive/LEDGER.md: union of both sides' lines, sorted by stamp",
+        UNION,
         "archive/projects/marlin.md: removed, the ledger's last event restores projects/marlin.md",
         f"archive/projects/marlin.md: remote version kept whole as {result.inbox[0]}"]
     assert failures(tmp_path, tree) == []
@@ -629,3 +632,24 @@ def test_an_inbox_item_never_takes_the_name_of_a_file_the_store_holds(tmp_path: 
                           token=lambda: next(tokens))
     assert result.inbox == ["inbox/20261130T120000Z-cafe-sync-conflict-craft-testing.md"]
     assert taken not in result.changes and merged_tree(ours, result)[taken] == b"an earlier item\n"
+
+
+def test_a_file_archived_here_since_the_last_sync_and_written_again_is_archived_as_the_ledger_says(
+        tmp_path: Path) -> None:
+    """Ours created wren and archived it since the last sync; then an agent that still had it
+    open wrote it again. The merged tree agrees with the ledger, and the late text is kept."""
+    base = rowan_files(tmp_path)
+    wren = b"---\ndomain: project\nscope: Wren\nlast_updated: 2026-11-01\n---\n\n# Wren\n\n- A spike.\n"
+    created = {**base, "projects/wren.md": wren,
+               "SPINE.md": base["SPINE.md"].replace(TERN_ENTRY.encode(), TERN_ENTRY.encode() + f"\n- [Wren]"
+                                                    f"(projects/wren.md) {EM} a spike. Read never.".encode())}
+    late = wren + b"- Written after the archive.\n"
+    ours = {**archived(created, "projects/wren.md", "2026-11-30T10:00:00Z"), "projects/wren.md": late}
+    theirs = {**base, "craft/testing.md": base["craft/testing.md"] + b"- theirs\n"}
+    result = merge(base, ours, theirs)
+    assert result.ok, result.blocked_by
+    tree = merged_tree(ours, result)
+    assert "projects/wren.md" not in tree and tree["archive/projects/wren.md"] == wren
+    assert result.inbox == [item_name("projects/wren.md")]
+    assert tree[result.inbox[0]].endswith(b"\n---\n\n" + late)
+    assert failures(tmp_path, tree) == []
