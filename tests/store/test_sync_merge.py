@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from builders import EM, FIXED_NOW, MARLIN_ENTRY, healthy_store
 from distilld.policy import load_policy
+from distilld.store.catalog import render_catalog
 from distilld.store.findings import Finding
 from distilld.store.invariants import check_store
 from distilld.store.ledger import Ledger, merge_ledgers
@@ -653,3 +654,41 @@ def test_a_file_archived_here_since_the_last_sync_and_written_again_is_archived_
     assert result.inbox == [item_name("projects/wren.md")]
     assert tree[result.inbox[0]].endswith(b"\n---\n\n" + late)
     assert failures(tmp_path, tree) == []
+
+
+def test_a_pointer_left_behind_on_a_joined_line_goes_and_the_other_pointer_stays(tmp_path: Path) -> None:
+    plain = rowan_files(tmp_path)
+    jobs = b"---\ndomain: project\nscope: Tern jobs\nlast_updated: 2026-03-01\n---\n\n# Tern jobs\n\n- Nightly.\n"
+    joined = TERN_ENTRY.replace("(projects/tern.md)", "(projects/tern.md) + [Tern jobs](projects/tern-jobs.md)")
+    base = {**plain, "projects/tern-jobs.md": jobs, "SPINE.md": plain["SPINE.md"].replace(TERN_ENTRY.encode(),
+                                                                                         joined.encode())}
+    base["CATALOG.md"] = render_catalog(snapshot_from_files(tmp_path, base), FIXED_NOW).encode()
+    assert failures(tmp_path, base) == []
+    # Theirs archived tern-jobs (the ledger saves the derived single-pointer entry) but its SPINE
+    # edit never came.
+    theirs = {p: raw for p, raw in base.items() if p != "projects/tern-jobs.md"}
+    theirs["archive/projects/tern-jobs.md"] = jobs
+    theirs["archive/LEDGER.md"] = base["archive/LEDGER.md"] + (
+        "- 2026-11-30T10:00:00Z archive | from: projects/tern-jobs.md | to: archive/projects/tern-jobs.md"
+        f" | sha256: {sha256_hex(jobs)} | reason: stale | spine-entry: - [Tern jobs](projects/tern-jobs.md) {EM}"
+        " Tern metrics service, paused. Read when asked about tern.\n").encode()
+    ours = {**base, "craft/testing.md": base["craft/testing.md"] + b"- ours\n"}
+    result = merge(base, ours, theirs)
+    assert result.ok and result.inbox == [], result.blocked_by
+    assert merged_tree(ours, result)["SPINE.md"] == plain["SPINE.md"]
+    assert result.resolutions == [UNION, "SPINE.md: pointer to archived projects/tern-jobs.md removed"]
+
+
+def test_an_archive_whose_file_changed_after_its_ledger_line_keeps_the_file_and_its_pointer(tmp_path: Path) -> None:
+    """No copy matches the ledger's checksum: the merge cannot tell which text was archived, so
+    the active file stays where it is, with its pointer, and C2 goes on reporting it."""
+    base = rowan_files(tmp_path)
+    line = archived(base, "projects/tern.md", "2026-11-30T10:00:00Z")["archive/LEDGER.md"]
+    theirs = {**base, "archive/LEDGER.md": line.replace(sha256_hex(base["projects/tern.md"]).encode(), b"0" * 64)
+              .replace(sha256_norm_hex(base["projects/tern.md"]).encode(), b"0" * 64)}
+    ours = {**base, "projects/tern.md": base["projects/tern.md"] + b"- ours\n"}
+    result = merge(base, ours, theirs)
+    tree = merged_tree(ours, result)
+    assert tree["projects/tern.md"] == ours["projects/tern.md"] and "archive/projects/tern.md" not in tree
+    assert tree["SPINE.md"] == base["SPINE.md"] and result.inbox == []
+    assert result.ok and [f.code for f in result.inherited] == ["ledger-tree-archived"], result.blocked_by
