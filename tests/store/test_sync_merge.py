@@ -244,15 +244,17 @@ def archived(files: dict[str, bytes], path: str, stamp: str, *, norm: bool = Tru
 
 def restored(files: dict[str, bytes], path: str, stamp: str, *, spine: bool = True) -> dict[str, bytes]:
     """``files`` after a restore of ``path``: the ledger line, the move back and (unless
-    ``spine`` is false) the saved entry re-added to the SPINE."""
+    ``spine`` is false) the entry its archive line saved re-added to the SPINE."""
     out = dict(files)
+    saved = Ledger(files["archive/LEDGER.md"]).last_archive_line("archive/" + path)
+    assert saved is not None and saved.value("spine-entry") is not None
     raw = out.pop("archive/" + path)
     out[path] = raw
     out["archive/LEDGER.md"] = files["archive/LEDGER.md"] + (
         f"- {stamp} restore | from: archive/{path} | to: {path} | sha256: {sha256_hex(raw)}"
         " | reason: user request\n").encode()
     if spine:
-        out["SPINE.md"] = files["SPINE.md"] + (MARLIN_ENTRY + "\n").encode()
+        out["SPINE.md"] = files["SPINE.md"] + f"{saved.value('spine-entry')}\n".encode()
     return out
 
 
