@@ -694,3 +694,17 @@ def test_an_archive_whose_file_changed_after_its_ledger_line_keeps_the_file_and_
     assert tree["projects/tern.md"] == ours["projects/tern.md"] and "archive/projects/tern.md" not in tree
     assert tree["SPINE.md"] == base["SPINE.md"] and result.inbox == []
     assert result.ok and [f.code for f in result.inherited] == ["ledger-tree-archived"], result.blocked_by
+
+
+def test_an_evidence_twin_both_machines_created_keeps_the_lines_of_both_once(tmp_path: Path) -> None:
+    base = rowan_files(tmp_path)
+    head = b"---\nevidence_for: projects/kestrel.md\n---\n## Evidence log\n\n"
+    ours = {**base, "evidence/projects/kestrel.md": head + b"- 2026-11-29 observe: ours\n"}
+    theirs = {**base, "evidence/projects/kestrel.md": head + b"- 2026-11-28 observe: theirs\n"}
+    result = merge(base, ours, theirs)
+    assert result.ok and result.inbox == [], result.blocked_by
+    merged = merged_tree(ours, result)["evidence/projects/kestrel.md"]
+    # The frontmatter both added is there once (a blank line of ours may come again: blank lines
+    # are never matched up), and both log lines, theirs first.
+    assert merged.startswith(head + b"- 2026-11-28 observe: theirs\n") and merged.count(b"evidence_for") == 1
+    assert merged.endswith(b"\n- 2026-11-29 observe: ours\n")
