@@ -46,7 +46,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "engine/passes/gc/manifest.py": (["tests/engine/passes/gc/test_gc_defensive_checks.py"],
                                      ["tests/engine/passes/gc/test_gc_apply.py", "tests/test_hostile_corpus.py"]),
     "gitstore/merge.py": (["tests/gitstore/test_merge_checks.py"], ["tests/store/test_sync_merge.py"]),
-    "store/merge.py": (["tests/store/test_sync_merge.py"], ["tests/gitstore/test_merge_checks.py"]),
+    # The sync merge rules; the git tests reach them through a diverged sync's merge.
+    "store/merge.py": (["tests/store/test_sync_merge.py"],
+                       ["tests/gitstore/test_merge_checks.py", "tests/gitstore/test_git_sync.py",
+                        "tests/gitstore/test_sync_default.py", "tests/gitstore/test_integrate.py"]),
     "store/ledger.py": (["tests/store/test_ledger.py", "tests/store/test_safety.py", "tests/store/test_sync_merge.py",
                          "tests/store/test_rules_c1_c2_c3.py"],
                         ["tests/engine/passes/gc/test_gc_defensive_checks.py", "tests/engine/passes/gc/test_gc_apply.py"]),
