@@ -57,7 +57,11 @@ def file_terms(raw: bytes) -> tuple[tuple[str, int], ...]:
 def _usable(term: str) -> bool:
     """A term that can stand in a SPINE keyword list as it is: not a sentence's first word,
     not a bare number, short, and nothing the checker would read as a pointer or a comment,
-    nor a stray quote or bracket that would unbalance the hook."""
+    nor a stray quote or bracket that would unbalance the hook, nor anything but printable text:
+    an invalid byte (decoded as a surrogate), a NUL, a form feed or a line separator would
+    corrupt the synced SPINE or break its line."""
+    if not term.isprintable():
+        return False
     if term in STOPWORDS or term.capitalize() in STOPWORDS or term.isdigit() or len(term.encode()) > LONGEST:
         return False
     inner = term[1:-1] if term[0] in "`\"\u201c" else term

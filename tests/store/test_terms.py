@@ -55,6 +55,12 @@ def test_terms_that_would_change_the_spine_or_unbalance_a_hook_are_never_kept() 
     assert set(found) == {"`safe_term`", "ZORB-1"}, found
 
 
+def test_a_term_with_an_invalid_byte_or_a_control_character_is_never_kept() -> None:
+    raw = doc("") + (b"- `caf\xe9_mode`, `nul\x00byte`, `form\x0cfeed`, `tab\there`, \"line\xe2\x80\xa8sep\" "
+                     b"and ZORB-2.\n")
+    assert terms_of(raw) == ["ZORB-2"]
+
+
 def test_crlf_and_a_missing_final_newline_read_the_same() -> None:
     body = "- The Kestrel loader pages ZORB-7.\n- `kestrel --drain` first."
     assert terms_of(doc(body)) == terms_of(doc(body.replace("\n", "\r\n")))

@@ -101,6 +101,22 @@ def test_a_cut_entry_names_what_only_its_file_holds(store: Path) -> None:
     assert entry.endswith("Read when working in the birch repo."), entry
 
 
+def test_a_file_with_an_invalid_byte_or_control_characters_compacts_and_the_spine_stays_clean_text(
+        store: Path) -> None:
+    """An invalid UTF-8 byte is only a check note, so compaction must not stop at a term that
+    holds one; and no such byte, nor a NUL, form feed or line separator, reaches the synced SPINE."""
+    birch = store / "projects/birch.md"
+    birch.write_bytes(birch.read_bytes() + b"- The `caf\xe9_reindex` job, `nul\x00byte` and \"line\xe2\x80\xa8sep\" "
+                                           b"page `form\x0cfeed` and ZORBLAT-77.\n")
+    report = run_compaction(store, POLICY, clock)
+    assert report.ok
+    spine = (store / "SPINE.md").read_bytes()
+    spine.decode("utf-8")  # strict: no invalid byte
+    assert not any(char in spine.decode() for char in "\x00\x0c\u2028\t"), spine
+    entry = next(line for line in spine.decode().split("\n") if "(projects/birch.md)" in line)
+    assert "ZORBLAT-77" in entry, entry
+
+
 def test_short_entries_keep_pointers_read_clause_markers_and_pinned(store: Path) -> None:
     run_compaction(store, POLICY, clock)
     spine = (store / "SPINE.md").read_text()
