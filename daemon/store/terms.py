@@ -11,8 +11,9 @@ share one SPINE line, so a term every piece holds is still one topic's term.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from itertools import zip_longest
@@ -34,15 +35,34 @@ LONGEST = 40  # bytes: a longer term costs a short hook more than it tells
 STAMP_LINE_RE = re.compile(r"^(?:last_validated|last_updated|origin|split_from):|^Continued in ")
 
 
-@lru_cache(maxsize=8192)
+# Terms by the sha256 of a file's bytes: a plan rebuilds StoreTerms after each round of writes,
+# and a daemon plans again and again; keyed by digest, the cache never holds a file's bytes.
+_KNOWN: OrderedDict[bytes, tuple[tuple[str, int], ...]] = OrderedDict()
+KNOWN_FILES = 32768
+
+
 def file_terms(raw: bytes) -> tuple[tuple[str, int], ...]:
     """(term, how often) for a file's body, most frequent first, then in order of appearance.
-    Frontmatter, headings, stamp lines and markers (``[CORRECTED …]``) say nothing a reader
-    searches for."""
+    Frontmatter, headings, stamp lines, markers (``[CORRECTED …]``) and code fences (a
+    command's secrets are no keyword) say nothing a reader searches for."""
+    digest = hashlib.sha256(raw).digest()
+    found = _KNOWN.get(digest)
+    if found is None:
+        found = _KNOWN[digest] = _read_terms(raw)
+        if len(_KNOWN) > KNOWN_FILES:
+            _KNOWN.popitem(last=False)
+    return found
+
+
+def _read_terms(raw: bytes) -> tuple[tuple[str, int], ...]:
     counts: Counter[str] = Counter()
+    in_fence = False
     for line in KnowledgeFile("", raw).body_lines:
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+            continue
         stripped = MARKER_RE.sub(" ", line).strip()
-        if not stripped or stripped.startswith("#") or STAMP_LINE_RE.match(stripped.lstrip("- ")):
+        if in_fence or not stripped or stripped.startswith("#") or STAMP_LINE_RE.match(stripped.lstrip("- ")):
             continue
         for found in TERM_RE.finditer(stripped):
             term = found.group(0)
@@ -104,12 +124,13 @@ class StoreTerms:
         takes turns: each topic's rarest name, then its rarest code or identifier, then its
         rarest quoted string, then the next of each. Rarest means in the fewest topics, then
         the most mentioned, then alphabetical."""
-        families = tuple(dict.fromkeys(self._family_of(p) for p in paths))
-        if families not in self._asked:  # a planner asks for the same lines many times
-            per_topic = [self._ranked(family) for family in families]  # few lines share a topic
+        asked = tuple(paths)
+        if asked not in self._asked:  # a planner asks for the same lines many times
+            families = dict.fromkeys(self._family_of(p) for p in paths)
+            per_topic = [self._ranked(family) for family in families]
             by_turn = (term for turn in zip_longest(*per_topic) for term in turn if term is not None)
-            self._asked[families] = tuple(dict.fromkeys(by_turn))
-        return self._asked[families]
+            self._asked[asked] = tuple(dict.fromkeys(by_turn))
+        return self._asked[asked]
 
     def _ranked(self, family: str) -> list[str]:
         counts = self._per_family.get(family, Counter())

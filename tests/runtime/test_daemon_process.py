@@ -158,10 +158,7 @@ def test_a_distillers_changes_are_committed_and_pushed_after_it_releases_the_loc
     # Quiet, but the lock is held: the daemon waits and says for whom.
     wait_for(lambda: (daemon.status().get("waiting") or {}).get("owner") == "alpha", 15, "status to name alpha")
     wait_for(lambda: "waiting: lock held by alpha" in daemon.activity(), 5, "the activity log to name alpha")
-    # The daemon keeps polling the held lock (each poll stamps the wait anew) and commits nothing.
-    first_seen = daemon.status()["waiting"]["since"]
-    wait_for(lambda: ((daemon.status().get("waiting") or {}).get("since") or first_seen) != first_seen, 30,
-             "the daemon to poll the held lock again")
+    time.sleep(QUIET * 3)  # an absence: nothing may be committed while the lock is held
     assert len(daemon.head_log()) == commits_before  # nothing committed mid-distillation
     distiller.release()
 

@@ -138,3 +138,8 @@ def test_hooks_that_draw_on_the_files_terms_still_follow_the_readability_rules(
         check_readable(hook, out, ("pinned",))
         if read and limit >= len(" Read when the queue backs up.") + 10:
             assert out.endswith("Read when the queue backs up.")
+
+
+def test_a_code_fence_gives_no_terms() -> None:
+    raw = doc("- Deploys go through Osprey.\n\n```sh\ncurl https://user:Secret99@Vault.example/x\nKESTREL_TOKEN=abc\n```\n")
+    assert terms_of(raw) == ["Osprey"]
