@@ -15,7 +15,7 @@ know these keys still see a valid manifest.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,9 @@ from ....store.local import GC_MANIFESTS_DIR
 from ...crash import crashpoint
 from ...executor import FileMove, LedgerAppend, Op, SpineEdit, Step
 from ...journal import journal_order, unique_journal_path
+
+# The reason of a move whose manifest line names none (a manifest of an older client).
+STALE_REASON = "no activity past the staleness threshold"
 
 
 class ManifestError(DistilldError):
@@ -39,7 +42,7 @@ class ManifestMove:
     sha256: str
     sha256_norm: str
     spine_entry: str
-    reason: str = "no activity past the staleness threshold"
+    reason: str
     done: bool = False
     abandoned: bool = False
     reverted: bool = False
@@ -71,7 +74,7 @@ class ManifestMove:
 class Manifest:
     path: Path
     ts: str
-    moves: list[ManifestMove] = field(default_factory=list)
+    moves: list[ManifestMove]
     finished: bool = False
     reverting: bool = False  # a revert started; recovery finishes it before anything else
     reverted: bool = False
@@ -120,7 +123,7 @@ def load_manifest(path: Path) -> Manifest:
                 sha256=str(m["sha256"]),
                 sha256_norm=str(m.get("sha256_norm") or ""),
                 spine_entry=str(m.get("spine_entry") or ""),
-                reason=str(m.get("reason") or "no activity past the staleness threshold"),
+                reason=str(m.get("reason") or STALE_REASON),
                 done=bool(m.get("done", False)),
                 abandoned=bool(m.get("abandoned", False)),
                 reverted=bool(m.get("reverted", False)),

@@ -20,7 +20,7 @@ from distilld.actions.passes import locked_pass
 from distilld.actions.restore import run_restore
 from distilld.engine.passes.gc import apply as gc_engine
 from distilld.engine.passes.gc.apply import GcRefused, RecoveryStopped
-from distilld.engine.passes.gc.manifest import ManifestError
+from distilld.engine.passes.gc.manifest import Manifest, ManifestError, ManifestMove, load_manifest
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.ledger import merge_ledgers
@@ -531,3 +531,26 @@ def test_a_spine_with_invalid_utf8_keeps_its_bytes_when_gc_edits_it(store: Path)
     assert report.outcome is not None and report.outcome.moved == ["projects/heron.md"]
     assert (store / "SPINE.md").read_bytes() == spine.replace(HERON_ENTRY.encode() + b"\n", b"")
     assert gc_engine.GcOutcome(None).still_over_budget == [] and gc_engine.GcOutcome(None).ok
+
+
+def test_a_manifests_done_and_abandoned_moves_are_steps_already_carried_out(tmp_path: Path) -> None:
+    """Recovery and the check of the planned store read a manifest as a journal: a move done,
+    or recorded as never completed, must never be carried out again."""
+    moves = [ManifestMove(f"projects/p{n}.md", f"archive/projects/p{n}.md", "a" * 64, "b" * 64,
+                          f"- [P{n}](projects/p{n}.md)", "stale", done=n == 0, abandoned=n == 1) for n in range(3)]
+    assert [step.done for step in Manifest(tmp_path / "m.json", "ts", moves).steps] == [True, True, False]
+
+
+def test_a_manifest_of_an_older_client_without_reasons_archives_with_the_stale_reason(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"ts": "t", "moves": [
+        {"from": "projects/p.md", "to": "archive/projects/p.md", "sha256": "a" * 64}]}))
+    manifest = load_manifest(path)
+    move = manifest.moves[0]
+    assert (move.reason, move.done, move.abandoned, move.spine_entry, move.sha256_norm) == (
+        "no activity past the staleness threshold", False, False, "", "")
+    manifest.mark(0)  # a resumed manifest is saved again with its own time stamp, or none
+    assert json.loads(path.read_text())["ts"] == "t"
+    path.write_text(json.dumps({"moves": [{"from": "projects/p.md", "to": "archive/projects/p.md", "sha256": "a" * 64}]}))
+    load_manifest(path).mark(0)
+    assert json.loads(path.read_text())["ts"] == ""
