@@ -172,7 +172,7 @@ def set_aside_seen_ledger(root: Path, stamp: str) -> Path | None:
     if not copy.exists():
         return None
     aside = copy.with_name(f"LEDGER.seen.before-join-{stamp}.md")
-    os.replace(copy, aside)
+    fs.move_exact(copy, aside)
     return aside
 
 
@@ -181,7 +181,7 @@ def settle_set_aside_ledger(root: Path, aside: Path) -> str | None:
     otherwise it stays, and the note returned says how many lines and where they are."""
     lines = lost_lines(_read(aside) or b"", _read(root / LEDGER) or b"")
     if not lines:
-        aside.unlink()
+        fs.remove(aside)
         return None
     return (f"{len(lines)} ledger line(s) an earlier store at this path had are not in the joined store's "
             f"ledger: kept in {aside}; add them back by hand if they belong to this store")
