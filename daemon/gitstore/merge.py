@@ -4,16 +4,21 @@ merge commit. Nothing here touches the work tree or moves a branch."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+import threading
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 import pygit2
 from pygit2.enums import FileMode
 
+from ..store.incremental import IncrementalStore
 from ..store.limits import Limits
 from ..store.merge import Sides, StoreMerge, has_conflict_markers, merge_stores
 from ..store.paths import sync_class
+from . import blob_cache
 from .commit import message
 from .repo import ATTRIBUTE_LINES, ATTRIBUTES, BLOCK_START, MANAGED_FILES
 
@@ -41,14 +46,20 @@ def is_store_path(path: str) -> bool:
     return sync_class(path) == "shared"
 
 
-class TreeFiles:
-    """A FileSet over one tree's store files; blobs are read on demand, once per merge (the
-    three trees share most of them, hence the shared cache)."""
+class BlobStore(Protocol):
+    def get(self, oid: pygit2.Oid) -> bytes | None: ...
 
-    def __init__(self, repo: pygit2.Repository, flat: Flat, cache: dict[pygit2.Oid, bytes] | None = None) -> None:
+    def __setitem__(self, oid: pygit2.Oid, data: bytes) -> None: ...
+
+
+class TreeFiles:
+    """A FileSet over one tree's store files; blobs are read on demand, once (the three trees
+    of a merge share most of them, and the next merge's trees too, hence the shared cache)."""
+
+    def __init__(self, repo: pygit2.Repository, flat: Flat, cache: BlobStore | None = None) -> None:
         self.repo = repo
         self.entries = {p: e for p, e in flat.items() if is_store_path(p)}
-        self.cache = cache if cache is not None else {}
+        self.cache: BlobStore = cache if cache is not None else {}
 
     def paths(self) -> Iterable[str]:
         return self.entries.keys()
@@ -109,6 +120,28 @@ def _keeps_block(path: str, data: bytes) -> bool:
     return path != ATTRIBUTES or all(line in text for line in ATTRIBUTE_LINES)
 
 
+_CHECKS: dict[str, tuple[threading.Lock, IncrementalStore]] = {}
+_CHECKS_LOCK = threading.Lock()
+
+
+@contextmanager
+def _store_checks(repo: pygit2.Repository) -> Iterator[IncrementalStore]:
+    """The incremental checker this process keeps for the store's repository, so that the next
+    merge checks again only what changed; a fresh one while another thread's merge uses it."""
+    with _CHECKS_LOCK:
+        lock, checks = _CHECKS.setdefault(repo.path, (threading.Lock(), IncrementalStore()))
+    if not lock.acquire(blocking=False):
+        yield IncrementalStore()
+        return
+    try:
+        yield checks
+    except BaseException:
+        checks.reset()  # a merge that stopped half-way leaves nothing half-kept
+        raise
+    finally:
+        lock.release()
+
+
 @dataclass
 class TreeMerge:
     problems: list[str] = field(default_factory=list)
@@ -143,9 +176,10 @@ def merge_commits(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.C
     if result.problems:
         return result
     extra = {"token": token} if token else {}
-    cache: dict[pygit2.Oid, bytes] = {}
-    store = merge_stores(TreeFiles(repo, flats["base"], cache), TreeFiles(repo, flats["ours"], cache),
-                         TreeFiles(repo, flats["theirs"], cache), now, limits, sides, **extra)
+    cache = blob_cache.SHARED
+    with _store_checks(repo) as checks:
+        store = merge_stores(TreeFiles(repo, flats["base"], cache), TreeFiles(repo, flats["ours"], cache),
+                             TreeFiles(repo, flats["theirs"], cache), now, limits, sides, checks=checks, **extra)
     result.store = store
     if not store.ok:
         return result

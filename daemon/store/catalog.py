@@ -7,6 +7,7 @@ same instant always gives the same bytes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -71,15 +72,21 @@ def rebuilt_stamp(snapshot: Snapshot, now: datetime) -> str:
     return stamp
 
 
-def render_catalog(snapshot: Snapshot, now: datetime) -> str:
-    """The canonical CATALOG.md for this snapshot, stamped with ``now`` (or the newest event)."""
-    parts = [TITLE, "", COMMENT.format(stamp=rebuilt_stamp(snapshot, now)), "", "## active"]
+ROW_MAKERS: dict[str, Callable[[Snapshot, str], str]] = {
+    "active": active_row, "archived": archived_row, "evidence": evidence_row}
+
+
+def render_catalog(snapshot: Snapshot, now: datetime,
+                   row: Callable[[str, str], str] | None = None) -> str:
+    """The canonical CATALOG.md for this snapshot, stamped with ``now`` (or the newest event).
+    ``row(kind, path)`` makes one row (a caller may keep rows between renderings); by default,
+    the ``ROW_MAKERS`` of that kind on this snapshot."""
+    make = row if row is not None else (lambda kind, path: ROW_MAKERS[kind](snapshot, path))
+    parts = [TITLE, "", COMMENT.format(stamp=rebuilt_stamp(snapshot, now))]
     # A name that would break its row (a line break, ' | ') is left out; check reports it.
-    parts += [active_row(snapshot, p) for p in snapshot.tier_paths if not breaks_a_row(p)]
-    parts += ["", "## archived"]
-    parts += [archived_row(snapshot, p) for p in snapshot.archive_paths if not breaks_a_row(p)]
-    parts += ["", "## evidence"]
-    parts += [evidence_row(snapshot, p) for p in snapshot.evidence_paths if not breaks_a_row(p)]
+    for kind, paths in (("active", snapshot.tier_paths), ("archived", snapshot.archive_paths),
+                        ("evidence", snapshot.evidence_paths)):
+        parts += ["", f"## {kind}", *(make(kind, p) for p in paths if not breaks_a_row(p))]
     return "\n".join(parts) + "\n"
 
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import replace
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from .budget import BudgetReport, measure_budget
-from .catalog import Catalog
+from .catalog import ROW_MAKERS, Catalog, render_catalog
 from .findings import GROUPS, Finding, fail
 from .hygiene import hygiene_findings
 from .invariants import (
@@ -106,6 +106,27 @@ class IncrementalStore:
         found = found + self._c2(snapshot, changed) + self._c3(snapshot, limits, changed) + self._hygiene(snapshot, changed)
         self._end()
         return found
+
+    def catalog(self, snapshot: Snapshot, now: datetime) -> str:
+        """``render_catalog(snapshot, now)``, making again only the rows whose inputs changed:
+        a row reads its file's bytes, and an archived row the ledger line that archived it."""
+        memos = {kind: self._kept.setdefault(f"catalog-{kind}", _Kept()) for kind in ROW_MAKERS}
+        contents, ledger = snapshot.contents, snapshot.ledger
+
+        def inputs(kind: str, path: str) -> tuple[Hashable, ...]:
+            if kind != "archived":
+                return (contents.get(path),)
+            event = ledger.last_archive_line(path) if ledger is not None else None
+            return (contents.get(path), ledger is None, event.text if event else None)
+
+        def row(kind: str, path: str) -> str:
+            made: str = memos[kind].get(path, lambda: inputs(kind, path), lambda: ROW_MAKERS[kind](snapshot, path))
+            return made
+
+        text = render_catalog(snapshot, now, row)
+        for memo in memos.values():
+            memo.end_pass()
+        return text
 
     def budget(self, snapshot: Snapshot, limits: Limits, today: date) -> BudgetReport:
         """``measure_budget(snapshot, limits, today)``, measuring again only the files that changed."""

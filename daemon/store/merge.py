@@ -25,7 +25,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from .catalog import render_catalog
 from .findings import Finding
 from .fs import line_ending_of, with_line_ending
 from .incremental import IncrementalStore
@@ -147,8 +146,9 @@ class StoreMerge:
 
 class _Merger:
     def __init__(self, base: FileSet, ours: FileSet, theirs: FileSet, sides: Sides, now: datetime,
-                 token: Callable[[], str]) -> None:
+                 token: Callable[[], str], checks: IncrementalStore | None = None) -> None:
         self.base, self.ours, self.theirs, self.sides, self.now = base, ours, theirs, sides, now
+        self.checks = checks if checks is not None else IncrementalStore()
         self.result = StoreMerge()
         self.view = _Overlay(ours, self.result.changes)
         self.inbox = ConflictInbox(now, token, lambda p: self.view.get(p) is not None)
@@ -300,7 +300,7 @@ class _Merger:
             merged = snapshot_from_files(root, self.view.materialise())
             if self.ours.get(CATALOG) is not None or self.theirs.get(CATALOG) is not None:
                 existing = self.theirs.get(CATALOG) or self.ours.get(CATALOG) or b""
-                catalog = with_line_ending(encode(render_catalog(merged, self.now)), line_ending_of(existing))
+                catalog = with_line_ending(encode(self.checks.catalog(merged, self.now)), line_ending_of(existing))
                 self.set(CATALOG, catalog)
                 if self.ours.get(CATALOG) != self.theirs.get(CATALOG):
                     self.result.resolutions.append(f"{CATALOG}: rebuilt from the merged tree and ledger")
@@ -309,8 +309,9 @@ class _Merger:
                 merged.contents[CATALOG] = catalog
             # Three checks of three trees that share most of their files: one incremental
             # checker, so a file (or rule) whose inputs are the same in the next tree is not
-            # checked again. Same findings as check_store on each.
-            passes = IncrementalStore()
+            # checked again (nor, when the caller keeps the checker, in the next merge's trees).
+            # Same findings as check_store on each.
+            passes = self.checks
             failing = [f for f in passes.check(merged, limits) if f.severity == "fail"]
             # A failure either side already had is inherited, not the merge's doing; each side is
             # checked only while some failure is still unexplained.
@@ -332,9 +333,12 @@ class _Merger:
 
 
 def merge_stores(base: FileSet, ours: FileSet, theirs: FileSet, now: datetime, limits: Limits, sides: Sides = Sides(),
-                 token: Callable[[], str] = lambda: secrets.token_hex(2)) -> StoreMerge:
-    """Merge theirs into ours (both descended from base); see the module docstring."""
-    merger = _Merger(base, ours, theirs, sides, now, token)
+                 token: Callable[[], str] = lambda: secrets.token_hex(2),
+                 checks: IncrementalStore | None = None) -> StoreMerge:
+    """Merge theirs into ours (both descended from base); see the module docstring. ``checks``:
+    an incremental checker kept from earlier merges of the same store (used by one merge at a
+    time); a fresh one by default."""
+    merger = _Merger(base, ours, theirs, sides, now, token, checks)
     merger.files()
     ledger = merger.ledger()
     if ledger is not None:

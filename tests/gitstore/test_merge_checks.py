@@ -20,7 +20,8 @@ from distilld.gitstore.merge import (
 )
 from distilld.gitstore.repo import ATTRIBUTE_LINES, BLOCK_END, BLOCK_START
 from distilld.policy import load_policy
-from distilld.store.merge import Sides
+from distilld.store.incremental import IncrementalStore
+from distilld.store.merge import Sides, merge_stores
 from hostile import busy_store
 from pygit2.enums import FileMode
 
@@ -274,3 +275,37 @@ def test_a_file_archived_on_their_side_leaves_the_merged_tree(repo: pygit2.Repos
     assert merged.ok and merged.commit is not None
     tree = repo[merged.commit].tree  # type: ignore[attr-defined]
     assert "projects/heron.md" not in tree and "archive/projects/heron.md" in tree
+
+
+def test_merges_of_one_repository_in_a_row_find_what_a_fresh_merge_finds(repo: pygit2.Repository,
+                                                                        tmp_path: Path) -> None:
+    """The process keeps one incremental checker per repository and the blobs it read: the next
+    merge's verdict, catalog and inherited failures are those of a merge that kept nothing."""
+    files = {**store_files(tmp_path), "projects/unpointed.md": b"# No SPINE line, on both machines\n"}
+    spine = files["SPINE.md"]
+    room = 80 - spine.count(b"\n")
+    rounds = [
+        ({"ops/deploy.md": files["ops/deploy.md"] + b"- Ours: roll back.\n"},
+         {"craft/testing.md": files["craft/testing.md"] + b"- Theirs: one more test.\n"}),
+        ({"SPINE.md": spine + b"".join(b"<!-- here %d -->\n" % i for i in range(room))},  # both sides: over 80 lines
+         {"SPINE.md": spine + b"".join(b"<!-- there %d -->\n" % i for i in range(room))}),
+        ({"ops/deploy.md": files["ops/deploy.md"] + b"- Ours: page first.\n"},
+         {"ops/deploy.md": files["ops/deploy.md"] + b"- Theirs: page later.\n", "projects/unpointed.md": None}),
+    ]
+    base = commit(repo, files, [])
+    seen = []
+    for ours_edit, theirs_edit in rounds * 2:  # the second time round, everything is kept from the first
+        def edited(edit: dict[str, bytes | None]) -> dict[str, bytes]:
+            out = {**files, **{k: v for k, v in edit.items() if v is not None}}
+            return {k: v for k, v in out.items() if edit.get(k, b"") is not None}
+        ours, theirs = commit(repo, edited(ours_edit), [base.id]), commit(repo, edited(theirs_edit), [base.id])
+        merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", LIMITS, Sides(), "origin/main",
+                               token=lambda: "c0ffee")
+        fresh = merge_stores(*(TreeFiles(repo, flatten(c.tree)) for c in (base, ours, theirs)), NOW, LIMITS,
+                             Sides(), token=lambda: "c0ffee", checks=IncrementalStore())
+        assert merged.store is not None
+        assert merged.store.changes == fresh.changes
+        assert merged.store.blocked_by == fresh.blocked_by and merged.store.inherited == fresh.inherited
+        assert merged.store.resolutions == fresh.resolutions
+        seen.append((merged.store.ok, bool(merged.store.inherited)))
+    assert seen[:3] == [(True, True), (False, True), (True, False)] and seen[3:] == seen[:3]

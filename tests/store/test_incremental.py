@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import replace
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -23,11 +23,13 @@ from hypothesis import strategies as st
 
 from distilld.policy import load_policy
 from distilld.store.budget import measure_budget
+from distilld.store.catalog import ROW_MAKERS, render_catalog
 from distilld.store.incremental import IncrementalStore
 from distilld.store.invariants import check_store
 from distilld.store.snapshot import take_snapshot
 
 LIMITS = load_policy().limits
+NOW = datetime(2027, 1, 2, 9, 30, tzinfo=UTC)
 
 EXISTING = ["profile/rowan.md", "craft/testing.md", "craft/testing-2.md", "ops/deploy.md", "projects/kestrel.md",
             "projects/osprey.md", "feedback/preferences.md", "evidence/craft/testing.md",
@@ -140,6 +142,7 @@ def test_incremental_findings_equal_a_cold_snapshot_after_every_edit(edits: list
             assert passes.check(snapshot, caps) == check_store(cold, caps), (kind, relative)
             today = date(2027, 1, 1 + number % 2)  # the day moves on too: ages change
             assert passes.budget(snapshot, limits, today) == measure_budget(cold, limits, today), (kind, relative)
+            assert passes.catalog(snapshot, NOW) == render_catalog(cold, NOW), (kind, relative)
 
 
 def test_unchanged_files_are_not_read_again(tmp_path: Path) -> None:
@@ -154,6 +157,27 @@ def test_unchanged_files_are_not_read_again(tmp_path: Path) -> None:
     assert second.contents["ops/deploy.md"] is first.contents["ops/deploy.md"]
     assert second.knowledge("ops/deploy.md") is parsed
     assert second.contents["projects/kestrel.md"] == b"# Kestrel\n\n- rewritten, longer than before\n"
+
+
+def test_the_catalog_is_rebuilt_from_kept_rows_where_nothing_they_read_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "store"
+    healthy_store(root)
+    passes = IncrementalStore()
+    assert passes.catalog(passes.snapshot(root), NOW) == render_catalog(take_snapshot(root), NOW)
+    # one file's bytes, and the ledger line that archived another file: both rows are made again
+    with open(root / "ops" / "deploy.md", "ab") as handle:
+        handle.write(b"- one more rule\n")
+    ledger = root / "archive" / "LEDGER.md"
+    ledger.write_bytes(ledger.read_bytes().replace(b"2026-09-11T08:00:00Z", b"2026-09-12T08:00:00Z"))
+    made: list[str] = []
+    for kind, maker in dict(ROW_MAKERS).items():
+        monkeypatch.setitem(ROW_MAKERS, kind, lambda snap, path, maker=maker: made.append(path) or maker(snap, path))
+    text = passes.catalog(passes.snapshot(root), NOW)
+    monkeypatch.undo()
+    assert text == render_catalog(take_snapshot(root), NOW)
+    assert "archived 2026-09-12" in text
+    assert sorted(made) == ["archive/projects/marlin.md", "ops/deploy.md"]
 
 
 def test_a_change_the_stamps_cannot_see_is_found_by_the_full_rescan(tmp_path: Path) -> None:
