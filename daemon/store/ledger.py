@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from .paths import ARCHIVE_PREFIX, contained
 from .safety import unsafe_name_reason
@@ -160,6 +160,13 @@ class Ledger:
 
 
 # -- the ledger only grows ------------------------------------------------------------------
+
+@lru_cache(maxsize=8)
+def parsed_ledger(raw: bytes) -> Ledger:
+    """The parsed ledger of these bytes, shared: the trees of a merge (and the snapshots of a
+    pass) hold the same ledger, and parsing it is the costly part. A Ledger is read only."""
+    return Ledger(raw)
+
 
 def _line_counts(raw: bytes) -> Counter[bytes]:
     return Counter(line.rstrip(b"\r") for line in raw.split(b"\n") if line.startswith(b"- "))

@@ -28,7 +28,7 @@ from typing import Protocol
 from .findings import Finding
 from .fs import line_ending_of, with_line_ending
 from .incremental import IncrementalStore
-from .ledger import Ledger, LedgerLine, merge_ledgers
+from .ledger import Ledger, LedgerLine, merge_ledgers, parsed_ledger
 from .limits import Limits
 from .line_replay import replay_lines
 from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, archived_path
@@ -204,7 +204,7 @@ class _Merger:
             if ours is not None and theirs is not None:
                 self.result.resolutions.append(f"{LEDGER}: union of both sides' lines, sorted by stamp")
         raw = self.view.get(LEDGER)
-        return Ledger(raw) if raw is not None else None
+        return parsed_ledger(raw) if raw is not None else None
 
     # -- the tree agrees with the ledger's last event per path --------------------------
     def agree_with(self, ledger: Ledger) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from functools import lru_cache
 from typing import Literal
 
 TIERS: tuple[str, ...] = ("craft", "ops", "profile", "projects", "feedback")
@@ -98,6 +99,11 @@ def sync_class(path: str) -> SyncClass:
     Only Markdown files are shared: a swap file or a stray binary in a tier folder is not
     knowledge. Every dotfile anywhere is local (locks, status, editors' temporary files).
     """
+    return _sync_class(path, _extra_synced)
+
+
+@lru_cache(maxsize=65536)  # asked of every path of every tree a sync or merge reads
+def _sync_class(path: str, extra_synced: tuple[str, ...]) -> SyncClass:
     parts = path.split("/")
     if any(part.startswith(".") for part in parts) or path in UPDATER_FILES:
         return "local"
@@ -105,7 +111,7 @@ def sync_class(path: str) -> SyncClass:
         return "local"
     if path in (SPINE, CATALOG):
         return "shared"
-    if len(parts) > 1 and (parts[0] in SHARED_DIRS or parts[0] in _extra_synced) and path.endswith(".md") \
+    if len(parts) > 1 and (parts[0] in SHARED_DIRS or parts[0] in extra_synced) and path.endswith(".md") \
             and all(parts):
         return "shared"
     return "other"

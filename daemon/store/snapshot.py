@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..errors import StoreError
-from .ledger import Ledger
+from .ledger import Ledger, parsed_ledger
 from .paths import CATALOG, LEDGER, LOCAL_SPINE, SPINE, TIERS, Layout, is_nested_archive
 from .spine import Spine
 from .tierfile import KnowledgeFile
@@ -100,7 +100,7 @@ class Snapshot:
     @cached_property
     def ledger(self) -> Ledger | None:
         raw = self.contents.get(LEDGER)
-        return Ledger(raw) if raw is not None else None
+        return parsed_ledger(raw) if raw is not None else None
 
     @property
     def catalog_raw(self) -> bytes | None:
