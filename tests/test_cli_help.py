@@ -10,7 +10,10 @@ from distilld.cli import cli
 
 def walk(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
     found: list[tuple[tuple[str, ...], click.Command]] = []
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in sorted(group.list_commands(ctx)):  # the top group imports a command when asked
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         found.append(((*prefix, name), command))
         if isinstance(command, click.Group):
             found += walk(command, (*prefix, name))

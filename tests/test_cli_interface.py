@@ -4,6 +4,7 @@ one mode flag at a time, JSON errors and a schema on every --json document, one 
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -220,11 +221,32 @@ def test_init_still_adopts_and_says_how_to_create(capsys: pytest.CaptureFixture[
     assert "distilld new" in result.output
 
 
-def test_commands_register_through_their_modules() -> None:
-    names = set(cli.commands)
-    for module in cli_module.COMMAND_MODULES:
+def test_commands_register_in_the_table_with_their_module_and_their_own_summary() -> None:
+    ctx = click.Context(cli)
+    modules = {module for module, _ in cli_module.COMMAND_TABLE.values()}
+    declared = {}
+    for module in modules:
         for command in __import__(f"distilld.cli.{module}", fromlist=["COMMANDS"]).COMMANDS:
-            assert isinstance(command, click.Command) and command.name in names
+            declared[command.name] = (module, " ".join((command.help or "").partition("\n\n")[0].split()))
+    assert declared == cli_module.COMMAND_TABLE  # every command listed once, under its module, with its words
+    for name in cli_module.COMMAND_TABLE:
+        assert cli.get_command(ctx, name) is not None
+
+
+def loaded_command_modules(tmp_path: Path, *argv: str) -> list[str]:
+    script = ("import sys\nfrom distilld.cli import main\ncode = main(sys.argv[1:])\n"
+              "print(sorted(m for m in sys.modules if m.startswith('distilld.cli.')), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True,
+                          env=subprocess_env(tmp_path), timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr
+    return list(ast.literal_eval(done.stderr.strip().splitlines()[-1]))  # the list printed last
+
+
+def test_help_imports_no_command_module_and_a_command_only_its_own(tmp_path: Path) -> None:
+    assert loaded_command_modules(tmp_path, "--help") == ["distilld.cli._common", "distilld.cli.exits"]
+    store = healthy_store(tmp_path / "store").root
+    assert loaded_command_modules(tmp_path, "check", str(store)) == [
+        "distilld.cli._common", "distilld.cli.exits", "distilld.cli.store_cmds"]
 
 
 def test_shell_completion_works_as_the_readme_says(tmp_path: Path) -> None:

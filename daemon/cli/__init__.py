@@ -1,8 +1,8 @@
 """The `distilld` command line: parse, call one action, print, map errors to exit codes.
 
 One module per group of commands, each a thin click layer over one action that it imports
-only when it runs. A new command goes in its own module with a ``COMMANDS`` tuple, and its
-module name in ``COMMAND_MODULES`` below. Exit codes: see exits.py (and `distilld --help`).
+only when it runs. A new command goes in a module with a ``COMMANDS`` tuple, and a line in
+``COMMAND_TABLE`` below. Exit codes: see exits.py (and `distilld --help`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import importlib
 import json
 import sys
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any
 
 import click
 
@@ -21,17 +19,61 @@ from ..errors import DistilldError
 from ._common import escape_controls, policy_flag, root_obj, schema_name
 from .exits import INTERRUPTED, LOCK_HELD, LOCK_LOST, STORE_UNSAFE, exit_table_text
 
-# Where commands register: each module lists its commands in COMMANDS.
-COMMAND_MODULES = (
-    "store_cmds",      # check, catalog, budget, new
-    "lifecycle_cmds",  # gc, restore, lifecycle
-    "compaction",      # compact, migrate
-    "git",             # init, sync
-    "daemon",          # run, status, log, run-now, pause, resume
-    "config",          # config show|check|path
-    "service",         # service install|uninstall|status|print
-    "report",          # report
-)
+# Where commands register: a command's name, its module (imported only when the command is
+# asked for, so `distilld --help` and each command load no other command's module), and the
+# first paragraph of its help, which `distilld --help` shows without importing the module (a
+# test keeps it equal to the command's own).
+COMMAND_TABLE: dict[str, tuple[str, str]] = {
+    "budget": ("store_cmds", ("Show the SPINE and tier files against their caps, token estimates and the debt. "
+                              "Writes nothing.")),
+    "catalog": ("store_cmds", "Rebuild CATALOG.md from the tree and the ledger: print it, or write it."),
+    "check": ("store_cmds", "Check the store invariants C1-C3 (and C4 with --before). Writes nothing."),
+    "new": ("store_cmds", "Create a new, empty 1.2 store that passes `distilld check`."),
+    "gc": ("lifecycle_cmds", "Lifecycle: move stale project files to the archive, ledger line first."),
+    "restore": ("lifecycle_cmds", "Bring PATH (projects/x.md or archive/projects/x.md) back from the archive."),
+    "lifecycle": ("lifecycle_cmds", ("Allow, stop or show scheduled archiving on this machine (the store's local "
+                                     ".lifecycle).")),
+    "compact": ("compaction", "Bring the SPINE and the tier files back within their budgets, losing no word."),
+    "migrate": ("compaction", "Move a pre-1.2 store to the 1.2 layout, losslessly (checked by C4 against a backup)."),
+    "init": ("git", "Make the store a git repository, or adopt the one it already is."),
+    "sync": ("git", "Commit what agents wrote, fetch, take in the remote's changes, verify the bytes, push."),
+    "run": ("daemon", "Follow the store in the foreground (what the service runs)."),
+    "status": ("daemon", ("Show what the daemon is doing and waiting for, the last result of each pass, budgets "
+                          "and their margins, the lock, git, the service, and what is stuck. Exit 0 if it runs, "
+                          "3 if not.")),
+    "log": ("daemon", "Show the activity log: one plain line per thing the daemon did or waited for."),
+    "run-now": ("daemon", ("Ask the running daemon to run JOB now (follow, sync, compaction, lifecycle or "
+                           "reconcile; default: follow, sync, compaction and lifecycle). A sync asked for this way "
+                           "runs at once, whatever the backoff.")),
+    "pause": ("daemon", "Pause the running daemon: no pass starts (changes are still followed) until `resume`."),
+    "resume": ("daemon", "Resume a paused daemon; it catches up on what changed meanwhile."),
+    "config": ("config", "Show, check or locate the machine-local settings (never kept in the store)."),
+    "service": ("service", "Install, remove, inspect or print the user service that runs `distilld run`."),
+    "report": ("report", ("Measure the store's health: index cost, growth from the git history, tier files, "
+                          "lifecycle, links, archive and ledger, and what distilld did. Writes nothing in the "
+                          "store.")),
+}
+
+
+class _LazyGroup(click.Group):
+    """A group whose commands are imported from their modules when first asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_TABLE)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_TABLE:
+            module = importlib.import_module(f".{COMMAND_TABLE[cmd_name][0]}", __name__)
+            for command in module.COMMANDS:
+                self.add_command(command)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click's own layout, from the table: stand-ins carry each command's first paragraph
+        stand_ins = [click.Command(name, help=summary) for name, (_, summary) in sorted(COMMAND_TABLE.items())]
+        limit = formatter.width - 6 - max(len(command.name or "") for command in stand_ins)
+        with formatter.section("Commands"):
+            formatter.write_dl([(command.name or "", command.get_short_help_str(limit)) for command in stand_ins])
 
 
 def _now() -> datetime:
@@ -45,7 +87,7 @@ def default_store() -> str:
     return str(locations_default_store())
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=exit_table_text())
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=exit_table_text())
 @click.version_option(__version__, "-V", "--version", prog_name="distilld")
 @policy_flag(envvar="DISTILLD_POLICY")
 @click.pass_context
@@ -57,11 +99,6 @@ def cli(ctx: click.Context) -> None:
     Shell completion: eval "$(_DISTILLD_COMPLETE=bash_source distilld)" (zsh_source, fish_source).
     """
     root_obj(ctx)
-
-
-for _name in COMMAND_MODULES:
-    for _command in importlib.import_module(f".{_name}", __name__).COMMANDS:
-        cli.add_command(_command)
 
 
 # -- errors: one line (or one JSON document), and the code from the table ----------------------
