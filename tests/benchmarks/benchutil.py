@@ -53,9 +53,16 @@ def load_average() -> str:
 
 def run_child(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | str | None = None,
               ok_codes: tuple[int, ...] = (0,)) -> Sample:
-    """Run a command to its end; its own CPU (user+sys, from wait4) and wall time."""
+    """Run a command to its end; its own CPU (user+sys, from wait4) and wall time.
+
+    The child may write bytecode caches, as Python does on a user's machine (and pip at install
+    time), even where this shell says PYTHONDONTWRITEBYTECODE: a start-up measured without them
+    would be the cost of compiling every module again, which no installed copy pays (the
+    warm-up run writes them)."""
+    child_env = dict(env) if env is not None else dict(os.environ)
+    child_env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
-    child = subprocess.Popen(list(argv), env=dict(env) if env is not None else None, cwd=cwd,
+    child = subprocess.Popen(list(argv), env=child_env, cwd=cwd,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert child.stderr is not None
     errors = child.stderr.read()
