@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 import pygit2
 
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024  # a real store is a few MB; the bound is for stores far beyond
+DEFAULT_MAX_BYTES = 128 * 1024 * 1024  # a real store is a few MB; the bound is for stores far beyond
 
 
 class BlobCache:
@@ -49,6 +49,28 @@ class BlobCache:
     @property
     def size(self) -> int:
         return self._size
+
+
+class MergeBlobs:
+    """One merge's blobs: each read once for the whole merge, whatever the process's cache can
+    hold (a store larger than its bound would otherwise be read again side after side), and
+    handed to the process's cache for the next merge."""
+
+    def __init__(self, shared: BlobCache) -> None:
+        self.shared = shared
+        self._mine: dict[pygit2.Oid, bytes] = {}
+
+    def get(self, oid: pygit2.Oid) -> bytes | None:
+        data = self._mine.get(oid)
+        if data is None:
+            data = self.shared.get(oid)
+            if data is not None:
+                self._mine[oid] = data
+        return data
+
+    def __setitem__(self, oid: pygit2.Oid, data: bytes) -> None:
+        self._mine[oid] = data
+        self.shared[oid] = data
 
 
 SHARED = BlobCache()  # the process's own: every merge reads through it

@@ -176,7 +176,7 @@ def merge_commits(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.C
     if result.problems:
         return result
     extra = {"token": token} if token else {}
-    cache = blob_cache.SHARED
+    cache = blob_cache.MergeBlobs(blob_cache.SHARED)
     with _store_checks(repo) as checks:
         store = merge_stores(TreeFiles(repo, flats["base"], cache), TreeFiles(repo, flats["ours"], cache),
                              TreeFiles(repo, flats["theirs"], cache), now, limits, sides, checks=checks, **extra)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 
 import pygit2
-from distilld.gitstore.blob_cache import BlobCache
+from distilld.gitstore.blob_cache import BlobCache, MergeBlobs
 
 
 def oid(data: bytes) -> pygit2.Oid:
@@ -42,3 +42,15 @@ def test_an_id_already_kept_is_not_counted_twice() -> None:
     cache[oid(data)] = data
     cache[oid(data)] = data
     assert cache.size == len(data) and len(cache) == 1
+
+
+def test_a_merge_reads_each_blob_once_even_when_the_process_cache_cannot_hold_them() -> None:
+    shared = BlobCache(max_bytes=15)
+    merge = MergeBlobs(shared)
+    a, b = b"a" * 10, b"b" * 10
+    merge[oid(a)] = a
+    merge[oid(b)] = b  # the process's cache drops a to keep b
+    assert shared.get(oid(a)) is None
+    assert merge.get(oid(a)) == a and merge.get(oid(b)) == b  # the merge still has both
+    later = MergeBlobs(shared)  # the next merge finds what the process kept
+    assert later.get(oid(b)) == b and later.get(oid(a)) is None
