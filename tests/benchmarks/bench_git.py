@@ -244,8 +244,12 @@ def main(argv: list[str] | None = None) -> int:
                 if n:
                     ours_series.samples.append(sample)
                     cli_series.samples.append(cli_sample)
+                else:
+                    cold = sample  # the process's first merge: nothing kept from an earlier one
             for series in (ours_series, cli_series):
                 print(f"    {describe(series)}")
+            print(f"    (the first diverged sync of this process, with nothing kept from an earlier merge, as a "
+                  f"one-shot `distilld sync` runs: CPU {cold.cpu * 1000:.0f} ms, wall {cold.wall * 1000:.0f} ms)")
             target = 0.5 if args.scale <= 10 else 5.0
             row(f"diverged sync (merge, catalog, checks, push) ({x}), wall",
                 f"{ours_series.wall:.2f} s ({ratio(ours_series, cli_series, wall=True):.1f}x git pull)",
