@@ -261,3 +261,12 @@ def test_shell_completion_works_as_the_readme_says(tmp_path: Path) -> None:
     env.update(_DISTILLD_COMPLETE="bash_complete", COMP_WORDS="distilld mig", COMP_CWORD="1")
     words = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60).stdout
     assert "migrate" in words
+
+
+def test_a_mistyped_command_is_answered_with_the_nearest_name_even_before_any_is_loaded(tmp_path: Path) -> None:
+    # a fresh process: no command module imported yet, as when a user types the name
+    script = "import sys\nfrom distilld.cli import main\nsys.exit(main(sys.argv[1:]))"
+    done = subprocess.run([sys.executable, "-c", script, "chek"], capture_output=True, text=True,
+                          env=subprocess_env(tmp_path), timeout=120)
+    assert done.returncode == 2
+    assert "No such command 'chek'. Did you mean 'check'?" in done.stderr, done.stderr

@@ -68,6 +68,13 @@ class _LazyGroup(click.Group):
                 self.add_command(command)
         return self.commands.get(cmd_name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as error:
+            # click's "Did you mean" picks from the commands loaded so far, here none: offer it the table
+            raise click.exceptions.NoSuchCommand(error.command_name, possibilities=COMMAND_TABLE, ctx=ctx) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # click's own layout, from the table: stand-ins carry each command's first paragraph
         stand_ins = [click.Command(name, help=summary) for name, (_, summary) in sorted(COMMAND_TABLE.items())]
