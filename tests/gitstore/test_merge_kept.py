@@ -111,3 +111,51 @@ def test_a_random_run_of_merges_finds_what_fresh_merges_find(tmp_path: Path, see
             base = repo[kept.commit]  # type: ignore[assignment]
             files = {p: repo[e[0]].data for p, e in flatten(base.tree).items()}  # type: ignore[attr-defined]
     assert len(verdicts) > 1  # the run met more than one kind of outcome
+
+
+def test_a_merge_that_stops_half_way_leaves_the_kept_checker_empty_and_free(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import distilld.gitstore.merge as gitstore_merge
+    import distilld.store.merge as store_merge
+    repo = pygit2.init_repository(str(tmp_path / "repo.git"), bare=True)
+    files = store_files(tmp_path)
+    base = commit(repo, files, [])
+    ours = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Ours.\n"}, [base.id])
+    theirs = commit(repo, {**files, "craft/testing.md": files["craft/testing.md"] + b"- Theirs.\n"}, [base.id])
+
+    def merge() -> gitstore_merge.TreeMerge:
+        return merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", LIMITS, Sides(), "origin/main",
+                             token=tokens(0))
+
+    first = merge()
+    lock, checks = gitstore_merge._CHECKS[repo.path]
+    assert checks._kept  # the checker keeps what it found for the next merge
+
+    def stop(self: object) -> None:
+        raise KeyboardInterrupt  # after the catalog and the checks, before the result
+    monkeypatch.setattr(store_merge._Merger, "markers", stop)
+    with pytest.raises(KeyboardInterrupt):
+        merge()
+    assert not checks._kept and not lock.locked()  # nothing half-kept, and the next merge may use it
+    monkeypatch.undo()
+    again = merge()
+    assert again.store is not None and first.store is not None
+    assert again.store.changes == first.store.changes and again.store.ok == first.store.ok
+    assert checks._kept  # the kept checker was used again, not a stand-in
+
+
+def test_a_merge_while_another_uses_the_kept_checker_checks_with_its_own(tmp_path: Path) -> None:
+    import distilld.gitstore.merge as gitstore_merge
+    repo = pygit2.init_repository(str(tmp_path / "repo.git"), bare=True)
+    files = store_files(tmp_path)
+    base = commit(repo, files, [])
+    ours = commit(repo, {**files, "ops/deploy.md": files["ops/deploy.md"] + b"- Ours.\n"}, [base.id])
+    theirs = commit(repo, {**files, "projects/osprey.md": b"# Osprey gone wrong\n"}, [base.id])
+    with gitstore_merge._store_checks(repo) as held:  # another thread's merge, half-way
+        merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", LIMITS, Sides(), "origin/main",
+                               token=tokens(0))
+        assert not held._kept  # not touched by the second merge
+    fresh = merge_stores(*(TreeFiles(repo, flatten(c.tree)) for c in (base, ours, theirs)), NOW, LIMITS,
+                         Sides(), token=tokens(0), checks=IncrementalStore())
+    assert merged.store is not None
+    assert merged.store.changes == fresh.changes and merged.store.blocked_by == fresh.blocked_by
