@@ -71,9 +71,13 @@ class _LazyGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         try:
             return super().resolve_command(ctx, args)
-        except click.exceptions.NoSuchCommand as error:
-            # click's "Did you mean" picks from the commands loaded so far, here none: offer it the table
-            raise click.exceptions.NoSuchCommand(error.command_name, possibilities=COMMAND_TABLE, ctx=ctx) from None
+        except click.UsageError as error:
+            # click's "Did you mean" picks from the commands loaded so far, here none: offer it the
+            # table (click 8.1 names no command in its error, and suggests nothing anyway)
+            name = getattr(error, "command_name", None)
+            if name is None:
+                raise
+            raise click.exceptions.NoSuchCommand(name, possibilities=COMMAND_TABLE, ctx=ctx) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # click's own layout, from the table: stand-ins carry each command's first paragraph
