@@ -161,10 +161,11 @@ class Ledger:
 
 # -- the ledger only grows ------------------------------------------------------------------
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)  # a merge's three trees and the follow pass; a parsed ledger is ~10x its bytes
 def parsed_ledger(raw: bytes) -> Ledger:
     """The parsed ledger of these bytes, shared: the trees of a merge (and the snapshots of a
-    pass) hold the same ledger, and parsing it is the costly part. A Ledger is read only."""
+    pass) hold the same ledger, and parsing it is the costly part. A Ledger is read only: nothing
+    may change one, or its lines, since every snapshot with the same bytes holds the same one."""
     return Ledger(raw)
 
 
