@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from distilld.actions.restore import run_restore
 from distilld.engine.passes.gc import apply as gc_engine
 from distilld.engine.passes.gc.apply import GcRefused, RecoveryStopped
 from distilld.engine.passes.gc.manifest import Manifest, ManifestError, ManifestMove, load_manifest
+from distilld.errors import LockLost
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.ledger import merge_ledgers
@@ -90,6 +92,58 @@ def test_a_target_that_appeared_since_the_plan_is_never_overwritten(store: Path,
         run_gc_apply(store, POLICY, now)
     assert str(stopped.value) == "archive/projects/heron.md already exists; stopped before moving projects/heron.md"
     assert (store / "archive/projects/heron.md").read_bytes() == b"an old client's copy\n"
+
+
+def test_a_gc_whose_lock_is_taken_over_stops_before_its_next_write(store: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # STORE-FORMAT: gc heartbeats after every file it writes or moves, so a pass whose lock was
+    # taken over (it looked stale) stops there, not a second later after more writes.
+    from distilld.engine import executor as executor_module
+
+    spine, epoch = (store / "SPINE.md").read_bytes(), int(time.time())
+
+    def taken_over_after_the_move(boundary: str) -> None:
+        if boundary == "file-moved":
+            (store / ".lock").write_text(f"other {epoch} {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(epoch))}\n")
+
+    monkeypatch.setattr(executor_module, "crashpoint", taken_over_after_the_move)
+    with pytest.raises(LockLost, match="held by other"):
+        run_gc_apply(store, POLICY, now)
+    assert (store / "archive/projects/heron.md").read_bytes() == HERON_RAW
+    assert (store / "SPINE.md").read_bytes() == spine  # the SPINE edit was not made after the loss
+    assert json.loads(next((store / MANIFESTS).glob("*.json")).read_text())["moves"][0]["done"] is False
+
+
+def test_a_plan_that_would_break_the_store_is_refused_before_the_first_write(store: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # The check of the planned store is the last line of defence behind the planner: a plan
+    # that moves a split parent without its part (the planner never would) is refused whole.
+    from distilld.actions import gc as gc_action
+
+    b = StoreBuilder(store)
+    b.write("projects/heron.md", HERON_RAW + b"\nContinued in `projects/heron-2.md`.\n")
+    b.tier("projects/heron-2.md", "# Heron, continued\n\n- Late events go to the batch path.\n", domain="project",
+           scope="Heron clickstream (continued)", last_updated="2026-05-01", split_from="projects/heron.md")
+    b.write("SPINE.md", b.read("SPINE.md").replace(b"[Heron](projects/heron.md)",
+                                                   b"[Heron](projects/heron.md) + [Heron, continued](projects/heron-2.md)"))
+    b.rebuild_catalog()
+    real = gc_action._plan
+
+    def without_the_part(*args: Any) -> gc_engine.GcPlan:
+        plan = real(*args)
+        assert [m.source for m in plan.moves] == ["projects/heron.md", "projects/heron-2.md"]
+        plan.moves = plan.moves[:1]
+        return plan
+
+    monkeypatch.setattr(gc_action, "_plan", without_the_part)
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
+    with pytest.raises(GcRefused) as refused:
+        run_gc_apply(store, POLICY, now)
+    assert str(refused.value) == (
+        "the archived store would fail its self-check: [C3] projects/heron-2.md split_from target missing: "
+        "projects/heron.md. Nothing was changed; reword or merge that entry by hand, or report the case")
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before
+    assert not (store / MANIFESTS).exists()
 
 
 # -- gc recovery -------------------------------------------------------------------------------------
@@ -324,6 +378,34 @@ def test_a_gc_killed_after_its_last_move_rebuilds_the_catalog_on_the_next_run(st
     rebuilt = (store / "CATALOG.md").read_bytes()
     assert rebuilt != catalog and b"archive/projects/heron.md" in rebuilt
     assert json.loads(manifest.read_text())["finished"] is True
+
+
+def test_a_gc_killed_once_its_manifest_is_written_makes_every_move_on_the_next_run(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
+    ledger = ledger_lines(store)
+
+    def kill_at_the_manifest(boundary: str) -> None:
+        if boundary == "manifest-written":
+            raise Killed(boundary)
+
+    monkeypatch.setattr(gc_engine, "crashpoint", kill_at_the_manifest)
+    with pytest.raises(Killed):
+        run_gc_apply(store, POLICY, now)
+    monkeypatch.undo()
+    manifest = json.loads(next((store / MANIFESTS).glob("*.json")).read_text())
+    assert [m["done"] for m in manifest["moves"]] == [False] and manifest["finished"] is False
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before  # the manifest alone
+
+    report = run_gc_apply(store, POLICY, now)
+
+    assert report.recovery is not None and report.recovery.recovered == ["projects/heron.md"]
+    assert (store / "archive/projects/heron.md").read_bytes() == HERON_RAW
+    assert not (store / "projects/heron.md").exists() and HERON_ENTRY not in (store / "SPINE.md").read_text()
+    added = ledger_lines(store)[len(ledger):]
+    assert len(added) == 1 and added[0].startswith(
+        "- 2026-11-30T12:00:00Z archive | from: projects/heron.md | to: archive/projects/heron.md"
+        f" | sha256: {sha256_hex(HERON_RAW)} | ")
 
 
 def fsynced_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
