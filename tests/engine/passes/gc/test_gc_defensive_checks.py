@@ -6,6 +6,7 @@ Stores are built in tmp_path from ``busy_store`` (Rowan's store plus the stale H
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -16,12 +17,14 @@ from typing import Any
 
 import pytest
 from builders import FIXED_NOW, KESTREL_ENTRY, StoreBuilder, healthy_store
-from distilld.actions.gc import run_gc_apply, run_gc_revert
+from distilld.actions import gc as gc_action
+from distilld.actions.gc import render_text, run_gc_apply, run_gc_revert
 from distilld.actions.passes import locked_pass
 from distilld.actions.restore import run_restore
 from distilld.engine.passes.gc import apply as gc_engine
 from distilld.engine.passes.gc.apply import GcRefused, RecoveryStopped
 from distilld.engine.passes.gc.manifest import Manifest, ManifestError, ManifestMove, load_manifest
+from distilld.engine.passes.gc.model import GcPlan
 from distilld.errors import LockLost
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
@@ -114,12 +117,23 @@ def test_a_gc_whose_lock_is_taken_over_stops_before_its_next_write(store: Path,
     assert json.loads(next((store / MANIFESTS).glob("*.json")).read_text())["moves"][0]["done"] is False
 
 
+def planned_as(monkeypatch: pytest.MonkeyPatch, change: Callable[[GcPlan], None]) -> None:
+    """gc's plan, changed by ``change`` before it is carried out: a plan the planner never makes,
+    for the checks behind it."""
+    real = gc_action._plan
+
+    def changed(*args: Any) -> GcPlan:
+        plan = real(*args)
+        change(plan)
+        return plan
+
+    monkeypatch.setattr(gc_action, "_plan", changed)
+
+
 def test_a_plan_that_would_break_the_store_is_refused_before_the_first_write(store: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # The check of the planned store is the last line of defence behind the planner: a plan
     # that moves a split parent without its part (the planner never would) is refused whole.
-    from distilld.actions import gc as gc_action
-
     b = StoreBuilder(store)
     b.write("projects/heron.md", HERON_RAW + b"\nContinued in `projects/heron-2.md`.\n")
     b.tier("projects/heron-2.md", "# Heron, continued\n\n- Late events go to the batch path.\n", domain="project",
@@ -127,21 +141,34 @@ def test_a_plan_that_would_break_the_store_is_refused_before_the_first_write(sto
     b.write("SPINE.md", b.read("SPINE.md").replace(b"[Heron](projects/heron.md)",
                                                    b"[Heron](projects/heron.md) + [Heron, continued](projects/heron-2.md)"))
     b.rebuild_catalog()
-    real = gc_action._plan
 
-    def without_the_part(*args: Any) -> gc_engine.GcPlan:
-        plan = real(*args)
+    def without_the_part(plan: GcPlan) -> None:
         assert [m.source for m in plan.moves] == ["projects/heron.md", "projects/heron-2.md"]
         plan.moves = plan.moves[:1]
-        return plan
 
-    monkeypatch.setattr(gc_action, "_plan", without_the_part)
+    planned_as(monkeypatch, without_the_part)
     before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
     with pytest.raises(GcRefused) as refused:
         run_gc_apply(store, POLICY, now)
     assert str(refused.value) == (
         "the archived store would fail its self-check: [C3] projects/heron-2.md split_from target missing: "
         "projects/heron.md. Nothing was changed; reword or merge that entry by hand, or report the case")
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before
+    assert not (store / MANIFESTS).exists()
+
+
+def test_a_planned_move_failing_containment_is_refused_before_anything_is_written(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def elsewhere(plan: GcPlan) -> None:
+        plan.moves = [dataclasses.replace(plan.moves[0], target="archive/projects/elsewhere.md")]
+
+    planned_as(monkeypatch, elsewhere)
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == (
+        f"{store.resolve() / MANIFESTS}: move projects/heron.md -> archive/projects/elsewhere.md fails path "
+        "containment (a tier path and archive/ + that path); stopped, nothing more was changed")
     assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before
     assert not (store / MANIFESTS).exists()
 
@@ -188,6 +215,9 @@ def test_recovery_finishes_a_move_whose_ledger_line_matches(store: Path) -> None
     report = run_gc_apply(store, POLICY, now)
     assert report.recovery is not None and report.recovery.recovered == ["projects/heron.md"]
     assert HERON_ENTRY not in (store / "SPINE.md").read_text()
+    # the user is told which manifest was finished, and what it did
+    manifest = store.resolve() / MANIFESTS / "20261130T120000Z.json"
+    assert f"recovery: manifest {manifest}\n    recovered projects/heron.md\n" in render_text(report)
 
 
 def test_recovery_refuses_a_ledger_line_whose_sha_differs_from_the_manifest(store: Path) -> None:
