@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import FIXED_NOW, KESTREL_ENTRY, StoreBuilder, healthy_store
+from builders import EM, FIXED_NOW, KESTREL_ENTRY, StoreBuilder, healthy_store
 from distilld.actions import gc as gc_action
 from distilld.actions.gc import render_text, run_gc_apply, run_gc_revert
 from distilld.actions.passes import locked_pass
@@ -138,8 +138,8 @@ def test_a_plan_that_would_break_the_store_is_refused_before_the_first_write(sto
     b.write("projects/heron.md", HERON_RAW + b"\nContinued in `projects/heron-2.md`.\n")
     b.tier("projects/heron-2.md", "# Heron, continued\n\n- Late events go to the batch path.\n", domain="project",
            scope="Heron clickstream (continued)", last_updated="2026-05-01", split_from="projects/heron.md")
-    b.write("SPINE.md", b.read("SPINE.md").replace(b"[Heron](projects/heron.md)",
-                                                   b"[Heron](projects/heron.md) + [Heron, continued](projects/heron-2.md)"))
+    family = b"[Heron](projects/heron.md) + [Heron, continued](projects/heron-2.md)"
+    b.write("SPINE.md", b.read("SPINE.md").replace(b"[Heron](projects/heron.md)", family))
     b.rebuild_catalog()
 
     def without_the_part(plan: GcPlan) -> None:
@@ -356,6 +356,23 @@ def test_recovery_finishes_every_interrupted_revert(store: Path) -> None:
     assert [line.split(" | ")[1] for line in ledger_lines(store)[-2:]] == [
         "from: archive/projects/heron.md", "from: archive/projects/plover.md"]
     assert all(json.loads(m.read_text())["reverted"] for m in manifests)
+
+
+def test_an_interrupted_revert_finished_by_recovery_reports_its_self_check(store: Path) -> None:
+    # What the store fails after the revert is said, whichever command finished the revert.
+    run_gc_apply(store, POLICY, now)
+    manifest = next((store / MANIFESTS).glob("*.json"))
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "reverting": True}))
+    ghost = f"- [Ghost](projects/ghost.md) {EM} gone. Read never."
+    spine = (store / "SPINE.md").read_text()
+    (store / "SPINE.md").write_text(spine.replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{ghost}\n"))
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.recovery is not None and report.recovery.reverted == ["projects/heron.md"]
+    failed = "SPINE pointer to missing file: projects/ghost.md"
+    assert [f.message for f in report.recovery.self_check] == [failed]
+    assert not report.ok and f"self-check FAILED:\n    - [C2] {failed}\n" in render_text(report)
 
 
 class Killed(Exception):
