@@ -242,6 +242,21 @@ def test_recovery_stops_on_a_state_it_cannot_explain(store: Path) -> None:
         "have re-created a stub).")
 
 
+def test_recovery_stops_on_an_archived_copy_edited_after_a_kill(store: Path) -> None:
+    raw = (store / "projects/heron.md").read_bytes()
+    half_done_manifest(store, sha256_hex(raw))
+    edited = raw + b"- a line added to the archived copy after the kill\n"
+    (store / "archive/projects/heron.md").write_bytes(edited)
+    spine, ledger = (store / "SPINE.md").read_bytes(), (store / "archive/LEDGER.md").read_bytes()
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_apply(store, POLICY, now)
+    assert str(stopped.value).startswith(
+        f"{store / MANIFESTS / '20261130T120000Z.json'}: cannot recover projects/heron.md: source sha absent, "
+        f"archived sha {sha256_hex(edited)}, manifest sha {sha256_hex(raw)}. ")
+    assert (store / "archive/projects/heron.md").read_bytes() == edited
+    assert (store / "SPINE.md").read_bytes() == spine and (store / "archive/LEDGER.md").read_bytes() == ledger
+
+
 def test_recovery_stops_on_a_file_edited_after_a_kill_before_its_ledger_line(store: Path) -> None:
     raw = (store / "projects/heron.md").read_bytes()
     move = {"from": "projects/heron.md", "to": "archive/projects/heron.md", "sha256": sha256_hex(raw),
