@@ -316,16 +316,26 @@ def test_a_move_that_never_completed_is_recorded_once_even_when_killed_before_it
     assert (store / "projects/heron.md").read_bytes().endswith(b"- a line written after the kill\n")
 
 
-PLOVER_RAW = HERON_RAW.replace(b"Heron", b"Plover").replace(b"heron", b"plover")
-PLOVER_ENTRY = HERON_ENTRY.replace("Heron", "Plover").replace("heron", "plover")
+def like_heron(name: str) -> tuple[bytes, str]:
+    """The bytes and SPINE entry of another stale project file, heron's under another name."""
+    return (HERON_RAW.replace(b"Heron", name.title().encode()).replace(b"heron", name.encode()),
+            HERON_ENTRY.replace("Heron", name.title()).replace("heron", name))
+
+
+PLOVER_RAW, PLOVER_ENTRY = like_heron("plover")
+
+
+def add_stale(store: Path, name: str) -> None:
+    """Another stale project file beside heron, with its SPINE entry."""
+    raw, entry = like_heron(name)
+    (store / f"projects/{name}.md").write_bytes(raw)
+    spine = (store / "SPINE.md").read_text()
+    (store / "SPINE.md").write_text(spine.replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{entry}\n"))
+    StoreBuilder(store).rebuild_catalog()
 
 
 def add_stale_plover(store: Path) -> None:
-    """A second stale project file beside heron, with its SPINE entry."""
-    (store / "projects/plover.md").write_bytes(PLOVER_RAW)
-    spine = (store / "SPINE.md").read_text()
-    (store / "SPINE.md").write_text(spine.replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{PLOVER_ENTRY}\n"))
-    StoreBuilder(store).rebuild_catalog()
+    add_stale(store, "plover")
 
 
 def test_recovery_goes_past_a_done_move_to_finish_the_next(store: Path) -> None:
@@ -617,6 +627,27 @@ def test_revert_takes_manifests_only_from_data_gc_manifests(store: Path, tmp_pat
         run_gc_revert(store, POLICY, now, str(chosen))
     assert (store / "archive/projects/heron.md").exists()
     assert run_gc_revert(store, POLICY, now, manifest.name).outcome is not None  # the real one is taken
+
+
+def test_revert_takes_the_newest_manifest_or_the_one_named_by_file_name_or_time_stamp(
+        store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    for name in ("plover", "tern"):  # three passes, one file each
+        add_stale(store, name)
+        run_gc_apply(store, POLICY, now)
+    by_file = {json.loads(m.read_text())["moves"][0]["from"]: m for m in (store / MANIFESTS).glob("*.json")}
+    heron, plover, tern = (by_file[f"projects/{name}.md"] for name in ("heron", "plover", "tern"))
+
+    def archived() -> list[str]:
+        return sorted(p.name for p in (store / "archive/projects").glob("*.md") if p.name != "marlin.md")
+
+    report = run_gc_revert(store, POLICY, now, None)
+    assert report.outcome is not None and report.outcome.manifest == tern.resolve()
+    assert report.outcome.reverted == ["projects/tern.md"] and archived() == ["heron.md", "plover.md"]
+    assert run_gc_revert(store, POLICY, now, heron.stem).outcome.reverted == ["projects/heron.md"]
+    assert archived() == ["plover.md"]
+    assert run_gc_revert(store, POLICY, now, plover.name).outcome.reverted == ["projects/plover.md"]
+    assert archived() == []
 
 
 # -- the ledger ----------------------------------------------------------------------------------
