@@ -534,6 +534,23 @@ def archive_heron_with_recall_count(store: Path) -> None:
     assert (store / "archive/projects/heron.md").exists()
 
 
+def test_a_revert_without_room_in_the_spine_refuses_and_changes_nothing(store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    spine = (store / "SPINE.md").read_bytes()
+    fill = POLICY.limits.spine.max_lines - spine.count(b"\n")
+    (store / "SPINE.md").write_bytes(spine + b"".join(b"<!-- filler %d -->\n" % n for n in range(fill)))
+    StoreBuilder(store).rebuild_catalog()
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file() and p.name != ".status"}
+    with pytest.raises(GcRefused) as refused:
+        run_gc_revert(store, POLICY, now, None)
+    size = len((store / "SPINE.md").read_bytes()) + len(HERON_ENTRY.encode()) + 1
+    assert str(refused.value) == (
+        f"cannot revert 20261130T120000Z.json: SPINE.md has no room for 1 more entry: it would have "
+        f"{POLICY.limits.spine.max_lines + 1} lines and {size} bytes (caps {POLICY.limits.spine.max_lines} and "
+        f"{POLICY.limits.spine.max_bytes}); compact the SPINE first. Nothing was changed.")
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file() and p.name != ".status"} == before
+
+
 def test_a_revert_after_recall_count_drift_only_writes_a_plain_restore(store: Path) -> None:
     archive_heron_with_recall_count(store)
     archived = store / "archive/projects/heron.md"
