@@ -580,6 +580,37 @@ def test_a_revert_never_overwrites_a_file_re_created_since_the_gc(store: Path) -
     assert (store / "archive/LEDGER.md").read_bytes() == ledger
 
 
+def test_a_revert_of_a_file_moved_back_by_hand_without_a_ledger_line_stops(store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    shutil.move(store / "archive/projects/heron.md", store / "projects/heron.md")  # not through restore
+    ledger, spine = (store / "archive/LEDGER.md").read_bytes(), (store / "SPINE.md").read_bytes()
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_revert(store, POLICY, now, None)
+    assert str(stopped.value) == "cannot revert projects/heron.md: expected it in archive/projects/heron.md only"
+    assert (store / "projects/heron.md").read_bytes() == HERON_RAW
+    assert (store / "archive/LEDGER.md").read_bytes() == ledger and (store / "SPINE.md").read_bytes() == spine
+
+
+def test_a_revert_keeps_the_spine_entry_a_person_wrote_back_and_the_files_bytes(store: Path) -> None:
+    # The saved entry is over the 400-byte cap, so a revert that re-adds it writes a short one
+    # and keeps the whole hook in the file; an entry already there is neither, and stays.
+    detail = "Kafka topics, schema contracts, replay tooling, " * 8
+    long_entry = HERON_ENTRY.replace("Read when", detail + "Read when")
+    assert len(long_entry.encode()) > POLICY.limits.spine.entry_max_bytes
+    (store / "SPINE.md").write_text((store / "SPINE.md").read_text().replace(HERON_ENTRY, long_entry))
+    StoreBuilder(store).rebuild_catalog()
+    run_gc_apply(store, POLICY, now)
+    spine = (store / "SPINE.md").read_text().replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{HERON_ENTRY}\n")
+    (store / "SPINE.md").write_text(spine)
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.outcome is not None and report.outcome.reverted == ["projects/heron.md"]
+    assert report.outcome.self_check == []
+    assert (store / "projects/heron.md").read_bytes() == HERON_RAW
+    assert (store / "SPINE.md").read_text() == spine
+
+
 def test_a_revert_of_a_file_restored_meanwhile_only_sees_to_its_flag(store: Path) -> None:
     run_gc_apply(store, POLICY, now)
     run_restore(store, "projects/heron.md", POLICY, now)
