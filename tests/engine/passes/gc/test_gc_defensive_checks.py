@@ -591,15 +591,31 @@ def test_a_revert_of_a_file_moved_back_by_hand_without_a_ledger_line_stops(store
     assert (store / "archive/LEDGER.md").read_bytes() == ledger and (store / "SPINE.md").read_bytes() == spine
 
 
-def test_a_revert_keeps_the_spine_entry_a_person_wrote_back_and_the_files_bytes(store: Path) -> None:
-    # The saved entry is over the 400-byte cap, so a revert that re-adds it writes a short one
-    # and keeps the whole hook in the file; an entry already there is neither, and stays.
+def archive_heron_with_a_long_entry(store: Path, raw: bytes = HERON_RAW) -> str:
+    """heron (with ``raw`` as its bytes) archived by gc with a SPINE entry over the 400-byte cap,
+    whose revert writes a short entry and keeps the whole hook in the file; the hook."""
     detail = "Kafka topics, schema contracts, replay tooling, " * 8
     long_entry = HERON_ENTRY.replace("Read when", detail + "Read when")
     assert len(long_entry.encode()) > POLICY.limits.spine.entry_max_bytes
+    (store / "projects/heron.md").write_bytes(raw)
     (store / "SPINE.md").write_text((store / "SPINE.md").read_text().replace(HERON_ENTRY, long_entry))
     StoreBuilder(store).rebuild_catalog()
     run_gc_apply(store, POLICY, now)
+    assert (store / "archive/projects/heron.md").read_bytes() == raw
+    return long_entry.split(" — ", 1)[1]
+
+
+def test_a_revert_of_a_long_entry_keeps_the_bytes_of_a_file_that_is_not_utf8(store: Path) -> None:
+    raw = HERON_RAW.replace(b"into the lake.", b"into the lake \xff\xfe.")
+    hook = archive_heron_with_a_long_entry(store, raw)
+    report = run_gc_revert(store, POLICY, now, None)
+    assert report.outcome is not None and report.outcome.self_check == []
+    assert (store / "projects/heron.md").read_bytes() == (
+        raw + b"\n## Index detail (moved from SPINE 2026-11-30)\n\n" + hook.encode() + b"\n")
+
+
+def test_a_revert_keeps_the_spine_entry_a_person_wrote_back_and_the_files_bytes(store: Path) -> None:
+    archive_heron_with_a_long_entry(store)  # an entry already there is not re-added, so no hook is moved
     spine = (store / "SPINE.md").read_text().replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{HERON_ENTRY}\n")
     (store / "SPINE.md").write_text(spine)
 
