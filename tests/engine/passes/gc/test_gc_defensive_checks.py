@@ -675,6 +675,16 @@ def test_a_revert_whose_file_is_gone_from_both_places_stops(store: Path) -> None
     assert json.loads(manifest.read_text()).get("reverted") is None
 
 
+def test_a_revert_of_an_archived_copy_deleted_by_hand_says_it_is_gone_from_both_places(store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    (store / "archive/projects/heron.md").unlink()
+    ledger = (store / "archive/LEDGER.md").read_bytes()
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_revert(store, POLICY, now, None)
+    assert str(stopped.value) == "cannot revert projects/heron.md: neither it nor archive/projects/heron.md exists"
+    assert (store / "archive/LEDGER.md").read_bytes() == ledger
+
+
 @pytest.mark.parametrize("where", ["outside", "subfolder", "sibling-name"])
 def test_revert_takes_manifests_only_from_data_gc_manifests(store: Path, tmp_path: Path, where: str) -> None:
     archive_heron_with_recall_count(store)
