@@ -242,17 +242,25 @@ def test_recovery_stops_on_a_state_it_cannot_explain(store: Path) -> None:
         "have re-created a stub).")
 
 
+def recovery_stopped(store: Path) -> str:
+    """The message of the recovery that gc runs first, which must stop."""
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_apply(store, POLICY, now)
+    return str(stopped.value)
+
+
+def cannot_recover(store: Path, source: str, archived: str, planned: str) -> str:
+    return (f"{store / MANIFESTS / '20261130T120000Z.json'}: cannot recover projects/heron.md: source sha "
+            f"{source}, archived sha {archived}, manifest sha {planned}. ")
+
+
 def test_recovery_stops_on_an_archived_copy_edited_after_a_kill(store: Path) -> None:
     raw = (store / "projects/heron.md").read_bytes()
     half_done_manifest(store, sha256_hex(raw))
     edited = raw + b"- a line added to the archived copy after the kill\n"
     (store / "archive/projects/heron.md").write_bytes(edited)
     spine, ledger = (store / "SPINE.md").read_bytes(), (store / "archive/LEDGER.md").read_bytes()
-    with pytest.raises(RecoveryStopped) as stopped:
-        run_gc_apply(store, POLICY, now)
-    assert str(stopped.value).startswith(
-        f"{store / MANIFESTS / '20261130T120000Z.json'}: cannot recover projects/heron.md: source sha absent, "
-        f"archived sha {sha256_hex(edited)}, manifest sha {sha256_hex(raw)}. ")
+    assert recovery_stopped(store).startswith(cannot_recover(store, "absent", sha256_hex(edited), sha256_hex(raw)))
     assert (store / "archive/projects/heron.md").read_bytes() == edited
     assert (store / "SPINE.md").read_bytes() == spine and (store / "archive/LEDGER.md").read_bytes() == ledger
 
@@ -266,11 +274,7 @@ def test_recovery_stops_on_a_file_edited_after_a_kill_before_its_ledger_line(sto
         {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": False}))
     edited = raw + b"- an edit made after the kill\n"
     (store / "projects/heron.md").write_bytes(edited)
-    with pytest.raises(RecoveryStopped) as stopped:
-        run_gc_apply(store, POLICY, now)
-    assert str(stopped.value).startswith(
-        f"{store / MANIFESTS / '20261130T120000Z.json'}: cannot recover projects/heron.md: source sha "
-        f"{sha256_hex(edited)}, archived sha absent, manifest sha {sha256_hex(raw)}. ")
+    assert recovery_stopped(store).startswith(cannot_recover(store, sha256_hex(edited), "absent", sha256_hex(raw)))
     assert (store / "projects/heron.md").read_bytes() == edited
 
 
