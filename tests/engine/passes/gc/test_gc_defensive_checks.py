@@ -645,6 +645,25 @@ def test_a_revert_of_a_file_restored_meanwhile_only_sees_to_its_flag(store: Path
     assert (store / "archive/LEDGER.md").read_bytes() == ledger  # restored once, recorded once
 
 
+def test_a_revert_records_its_move_even_after_a_users_restore_line(store: Path) -> None:
+    # Restored by the user, then put back in archive/ by hand (no ledger line): the revert that
+    # moves it out again writes its own restore line, as every move out of the archive has one.
+    run_gc_apply(store, POLICY, now)
+    run_restore(store, "projects/heron.md", POLICY, now)
+    shutil.move(store / "projects/heron.md", store / "archive/projects/heron.md")
+    archived = (store / "archive/projects/heron.md").read_bytes()
+    lines = ledger_lines(store)
+    assert "reason: user request" in lines[-1]
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.outcome is not None and report.outcome.reverted == ["projects/heron.md"]
+    assert (store / "projects/heron.md").read_bytes() == archived
+    added = ledger_lines(store)[len(lines):]
+    assert len(added) == 1 and " restore (modified) | from: archive/projects/heron.md | " in added[0]
+    assert added[0].endswith(f" | sha256: {sha256_hex(archived)} | reason: revert 20261130T120000Z.json")
+
+
 def revert_killed_after_its_ledger_line(store: Path) -> Path:
     """heron archived by gc, then its revert killed after the restore line, before the move back."""
     run_gc_apply(store, POLICY, now)
