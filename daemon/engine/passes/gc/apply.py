@@ -281,20 +281,21 @@ def _revert_step(ctx: PassContext, move: ManifestMove, reason: str) -> Step:
     already = last is not None and last.is_restore and (
         last.value("reason") == reason or (source.exists() and not target.exists()))
     archived_sha = _sha(target)
+    if archived_sha is None and not source.exists():
+        raise RecoveryStopped(f"cannot revert {move.source}: neither it nor {move.target} exists")
+    # From here the file is in exactly one of the two places: archived (archived_sha) or back.
     ops: list[Op] = []
     if not already:
-        if archived_sha is None:  # and the file is not back either (both present stopped above)
+        if archived_sha is None:  # back in its place, yet with no restore line: not by a restore
             raise RecoveryStopped(f"cannot revert {move.source}: expected it in {move.target} only")
         modified = archived_sha != move.sha256 and sha256_norm_hex(target.read_bytes()) != move.sha256_norm
         ops.append(LedgerAppend(move.source, "restore", archived_sha, reason, modified=modified))
-    if archived_sha is not None and not source.exists():
+    if archived_sha is not None:
         ops.append(FileMove(move.target, move.source, archived_sha))
-    elif not source.exists():
-        raise RecoveryStopped(f"cannot revert {move.source}: neither it nor {move.target} exists")
     if move.spine_entry and find_entry(Spine((ctx.root / SPINE).read_bytes()), move.source) is None:
         entry, detail = _entry_for(ctx, move)
         if detail:  # the saved entry is over the cap: a short entry, and the whole hook kept in the file
-            raw = (target if archived_sha is not None and not source.exists() else source).read_bytes()
+            raw = (target if archived_sha is not None else source).read_bytes()
             if detail not in raw.decode("utf-8", "surrogateescape"):
                 data = append_index_detail(raw, detail, ctx.now().date().isoformat())
                 ops.append(FileWrite(move.source, sha256_hex(raw), data))

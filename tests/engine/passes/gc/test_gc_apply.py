@@ -532,6 +532,7 @@ def test_revert_of_an_entry_over_400_bytes_writes_a_short_entry_and_keeps_the_ho
     assert len(short.encode()) <= 400
     assert short.startswith(f"- [Heron](projects/heron.md) {EM} ")
     assert short.endswith("Read when working on heron or replaying clickstream.")
+    assert "pinned" not in short  # the file is not pinned: its entry must not say so
     assert b.read("projects/heron.md") == (
         HERON_RAW + b"\n## Index detail (moved from SPINE 2026-12-01)\n\n" + hook.encode() + b"\n")
     assert failing(check_store(take_snapshot(b.root), POLICY.limits)) == []

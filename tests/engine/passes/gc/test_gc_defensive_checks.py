@@ -6,21 +6,26 @@ Stores are built in tmp_path from ``busy_store`` (Rowan's store plus the stale H
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import FIXED_NOW, KESTREL_ENTRY, StoreBuilder, healthy_store
-from distilld.actions.gc import run_gc_apply, run_gc_revert
+from builders import EM, FIXED_NOW, KESTREL_ENTRY, StoreBuilder, healthy_store
+from distilld.actions import gc as gc_action
+from distilld.actions.gc import render_text, run_gc_apply, run_gc_revert
 from distilld.actions.passes import locked_pass
 from distilld.actions.restore import run_restore
 from distilld.engine.passes.gc import apply as gc_engine
 from distilld.engine.passes.gc.apply import GcRefused, RecoveryStopped
 from distilld.engine.passes.gc.manifest import Manifest, ManifestError, ManifestMove, load_manifest
+from distilld.engine.passes.gc.model import GcPlan
+from distilld.errors import LockLost
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
 from distilld.store.ledger import merge_ledgers
@@ -92,6 +97,82 @@ def test_a_target_that_appeared_since_the_plan_is_never_overwritten(store: Path,
     assert (store / "archive/projects/heron.md").read_bytes() == b"an old client's copy\n"
 
 
+def test_a_gc_whose_lock_is_taken_over_stops_before_its_next_write(store: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # STORE-FORMAT: gc heartbeats after every file it writes or moves, so a pass whose lock was
+    # taken over (it looked stale) stops there, not a second later after more writes.
+    from distilld.engine import executor as executor_module
+
+    spine, epoch = (store / "SPINE.md").read_bytes(), int(time.time())
+
+    def taken_over_after_the_move(boundary: str) -> None:
+        if boundary == "file-moved":
+            (store / ".lock").write_text(f"other {epoch} {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(epoch))}\n")
+
+    monkeypatch.setattr(executor_module, "crashpoint", taken_over_after_the_move)
+    with pytest.raises(LockLost, match="held by other"):
+        run_gc_apply(store, POLICY, now)
+    assert (store / "archive/projects/heron.md").read_bytes() == HERON_RAW
+    assert (store / "SPINE.md").read_bytes() == spine  # the SPINE edit was not made after the loss
+    assert json.loads(next((store / MANIFESTS).glob("*.json")).read_text())["moves"][0]["done"] is False
+
+
+def planned_as(monkeypatch: pytest.MonkeyPatch, change: Callable[[GcPlan], None]) -> None:
+    """gc's plan, changed by ``change`` before it is carried out: a plan the planner never makes,
+    for the checks behind it."""
+    real = gc_action._plan
+
+    def changed(*args: Any) -> GcPlan:
+        plan = real(*args)
+        change(plan)
+        return plan
+
+    monkeypatch.setattr(gc_action, "_plan", changed)
+
+
+def test_a_plan_that_would_break_the_store_is_refused_before_the_first_write(store: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # The check of the planned store is the last line of defence behind the planner: a plan
+    # that moves a split parent without its part (the planner never would) is refused whole.
+    b = StoreBuilder(store)
+    b.write("projects/heron.md", HERON_RAW + b"\nContinued in `projects/heron-2.md`.\n")
+    b.tier("projects/heron-2.md", "# Heron, continued\n\n- Late events go to the batch path.\n", domain="project",
+           scope="Heron clickstream (continued)", last_updated="2026-05-01", split_from="projects/heron.md")
+    family = b"[Heron](projects/heron.md) + [Heron, continued](projects/heron-2.md)"
+    b.write("SPINE.md", b.read("SPINE.md").replace(b"[Heron](projects/heron.md)", family))
+    b.rebuild_catalog()
+
+    def without_the_part(plan: GcPlan) -> None:
+        assert [m.source for m in plan.moves] == ["projects/heron.md", "projects/heron-2.md"]
+        plan.moves = plan.moves[:1]
+
+    planned_as(monkeypatch, without_the_part)
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
+    with pytest.raises(GcRefused) as refused:
+        run_gc_apply(store, POLICY, now)
+    assert str(refused.value) == (
+        "the archived store would fail its self-check: [C3] projects/heron-2.md split_from target missing: "
+        "projects/heron.md. Nothing was changed; reword or merge that entry by hand, or report the case")
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before
+    assert not (store / MANIFESTS).exists()
+
+
+def test_a_planned_move_failing_containment_is_refused_before_anything_is_written(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def elsewhere(plan: GcPlan) -> None:
+        plan.moves = [dataclasses.replace(plan.moves[0], target="archive/projects/elsewhere.md")]
+
+    planned_as(monkeypatch, elsewhere)
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_apply(store, POLICY, now)
+    assert str(stopped.value) == (
+        f"{store.resolve() / MANIFESTS}: move projects/heron.md -> archive/projects/elsewhere.md fails path "
+        "containment (a tier path and archive/ + that path); stopped, nothing more was changed")
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before
+    assert not (store / MANIFESTS).exists()
+
+
 # -- gc recovery -------------------------------------------------------------------------------------
 
 def half_done_manifest(store: Path, ledger_sha: str) -> None:
@@ -134,6 +215,9 @@ def test_recovery_finishes_a_move_whose_ledger_line_matches(store: Path) -> None
     report = run_gc_apply(store, POLICY, now)
     assert report.recovery is not None and report.recovery.recovered == ["projects/heron.md"]
     assert HERON_ENTRY not in (store / "SPINE.md").read_text()
+    # the user is told which manifest was finished, and what it did
+    manifest = store.resolve() / MANIFESTS / "20261130T120000Z.json"
+    assert f"recovery: manifest {manifest}\n    recovered projects/heron.md\n" in render_text(report)
 
 
 def test_recovery_refuses_a_ledger_line_whose_sha_differs_from_the_manifest(store: Path) -> None:
@@ -158,6 +242,29 @@ def test_recovery_stops_on_a_state_it_cannot_explain(store: Path) -> None:
         "have re-created a stub).")
 
 
+def recovery_stopped(store: Path) -> str:
+    """The message of the recovery that gc runs first, which must stop."""
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_apply(store, POLICY, now)
+    return str(stopped.value)
+
+
+def cannot_recover(store: Path, source: str, archived: str, planned: str) -> str:
+    return (f"{store / MANIFESTS / '20261130T120000Z.json'}: cannot recover projects/heron.md: source sha "
+            f"{source}, archived sha {archived}, manifest sha {planned}. ")
+
+
+def test_recovery_stops_on_an_archived_copy_edited_after_a_kill(store: Path) -> None:
+    raw = (store / "projects/heron.md").read_bytes()
+    half_done_manifest(store, sha256_hex(raw))
+    edited = raw + b"- a line added to the archived copy after the kill\n"
+    (store / "archive/projects/heron.md").write_bytes(edited)
+    spine, ledger = (store / "SPINE.md").read_bytes(), (store / "archive/LEDGER.md").read_bytes()
+    assert recovery_stopped(store).startswith(cannot_recover(store, "absent", sha256_hex(edited), sha256_hex(raw)))
+    assert (store / "archive/projects/heron.md").read_bytes() == edited
+    assert (store / "SPINE.md").read_bytes() == spine and (store / "archive/LEDGER.md").read_bytes() == ledger
+
+
 def test_recovery_stops_on_a_file_edited_after_a_kill_before_its_ledger_line(store: Path) -> None:
     raw = (store / "projects/heron.md").read_bytes()
     move = {"from": "projects/heron.md", "to": "archive/projects/heron.md", "sha256": sha256_hex(raw),
@@ -167,11 +274,7 @@ def test_recovery_stops_on_a_file_edited_after_a_kill_before_its_ledger_line(sto
         {"ts": "2026-11-30T12:00:00Z", "moves": [move], "finished": False}))
     edited = raw + b"- an edit made after the kill\n"
     (store / "projects/heron.md").write_bytes(edited)
-    with pytest.raises(RecoveryStopped) as stopped:
-        run_gc_apply(store, POLICY, now)
-    assert str(stopped.value).startswith(
-        f"{store / MANIFESTS / '20261130T120000Z.json'}: cannot recover projects/heron.md: source sha "
-        f"{sha256_hex(edited)}, archived sha absent, manifest sha {sha256_hex(raw)}. ")
+    assert recovery_stopped(store).startswith(cannot_recover(store, sha256_hex(edited), "absent", sha256_hex(raw)))
     assert (store / "projects/heron.md").read_bytes() == edited
 
 
@@ -217,16 +320,26 @@ def test_a_move_that_never_completed_is_recorded_once_even_when_killed_before_it
     assert (store / "projects/heron.md").read_bytes().endswith(b"- a line written after the kill\n")
 
 
-PLOVER_RAW = HERON_RAW.replace(b"Heron", b"Plover").replace(b"heron", b"plover")
-PLOVER_ENTRY = HERON_ENTRY.replace("Heron", "Plover").replace("heron", "plover")
+def like_heron(name: str) -> tuple[bytes, str]:
+    """The bytes and SPINE entry of another stale project file, heron's under another name."""
+    return (HERON_RAW.replace(b"Heron", name.title().encode()).replace(b"heron", name.encode()),
+            HERON_ENTRY.replace("Heron", name.title()).replace("heron", name))
+
+
+PLOVER_RAW, PLOVER_ENTRY = like_heron("plover")
+
+
+def add_stale(store: Path, name: str) -> None:
+    """Another stale project file beside heron, with its SPINE entry."""
+    raw, entry = like_heron(name)
+    (store / f"projects/{name}.md").write_bytes(raw)
+    spine = (store / "SPINE.md").read_text()
+    (store / "SPINE.md").write_text(spine.replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{entry}\n"))
+    StoreBuilder(store).rebuild_catalog()
 
 
 def add_stale_plover(store: Path) -> None:
-    """A second stale project file beside heron, with its SPINE entry."""
-    (store / "projects/plover.md").write_bytes(PLOVER_RAW)
-    spine = (store / "SPINE.md").read_text()
-    (store / "SPINE.md").write_text(spine.replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{PLOVER_ENTRY}\n"))
-    StoreBuilder(store).rebuild_catalog()
+    add_stale(store, "plover")
 
 
 def test_recovery_goes_past_a_done_move_to_finish_the_next(store: Path) -> None:
@@ -272,6 +385,23 @@ def test_recovery_finishes_every_interrupted_revert(store: Path) -> None:
     assert [line.split(" | ")[1] for line in ledger_lines(store)[-2:]] == [
         "from: archive/projects/heron.md", "from: archive/projects/plover.md"]
     assert all(json.loads(m.read_text())["reverted"] for m in manifests)
+
+
+def test_an_interrupted_revert_finished_by_recovery_reports_its_self_check(store: Path) -> None:
+    # What the store fails after the revert is said, whichever command finished the revert.
+    run_gc_apply(store, POLICY, now)
+    manifest = next((store / MANIFESTS).glob("*.json"))
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "reverting": True}))
+    ghost = f"- [Ghost](projects/ghost.md) {EM} gone. Read never."
+    spine = (store / "SPINE.md").read_text()
+    (store / "SPINE.md").write_text(spine.replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{ghost}\n"))
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.recovery is not None and report.recovery.reverted == ["projects/heron.md"]
+    failed = "SPINE pointer to missing file: projects/ghost.md"
+    assert [f.message for f in report.recovery.self_check] == [failed]
+    assert not report.ok and f"self-check FAILED:\n    - [C2] {failed}\n" in render_text(report)
 
 
 class Killed(Exception):
@@ -324,6 +454,34 @@ def test_a_gc_killed_after_its_last_move_rebuilds_the_catalog_on_the_next_run(st
     rebuilt = (store / "CATALOG.md").read_bytes()
     assert rebuilt != catalog and b"archive/projects/heron.md" in rebuilt
     assert json.loads(manifest.read_text())["finished"] is True
+
+
+def test_a_gc_killed_once_its_manifest_is_written_makes_every_move_on_the_next_run(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*.md"))}
+    ledger = ledger_lines(store)
+
+    def kill_at_the_manifest(boundary: str) -> None:
+        if boundary == "manifest-written":
+            raise Killed(boundary)
+
+    monkeypatch.setattr(gc_engine, "crashpoint", kill_at_the_manifest)
+    with pytest.raises(Killed):
+        run_gc_apply(store, POLICY, now)
+    monkeypatch.undo()
+    manifest = json.loads(next((store / MANIFESTS).glob("*.json")).read_text())
+    assert [m["done"] for m in manifest["moves"]] == [False] and manifest["finished"] is False
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*.md"))} == before  # the manifest alone
+
+    report = run_gc_apply(store, POLICY, now)
+
+    assert report.recovery is not None and report.recovery.recovered == ["projects/heron.md"]
+    assert (store / "archive/projects/heron.md").read_bytes() == HERON_RAW
+    assert not (store / "projects/heron.md").exists() and HERON_ENTRY not in (store / "SPINE.md").read_text()
+    added = ledger_lines(store)[len(ledger):]
+    assert len(added) == 1 and added[0].startswith(
+        "- 2026-11-30T12:00:00Z archive | from: projects/heron.md | to: archive/projects/heron.md"
+        f" | sha256: {sha256_hex(HERON_RAW)} | ")
 
 
 def fsynced_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -380,6 +538,23 @@ def archive_heron_with_recall_count(store: Path) -> None:
     assert (store / "archive/projects/heron.md").exists()
 
 
+def test_a_revert_without_room_in_the_spine_refuses_and_changes_nothing(store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    spine = (store / "SPINE.md").read_bytes()
+    fill = POLICY.limits.spine.max_lines - spine.count(b"\n")
+    (store / "SPINE.md").write_bytes(spine + b"".join(b"<!-- filler %d -->\n" % n for n in range(fill)))
+    StoreBuilder(store).rebuild_catalog()
+    before = {p: p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file() and p.name != ".status"}
+    with pytest.raises(GcRefused) as refused:
+        run_gc_revert(store, POLICY, now, None)
+    size = len((store / "SPINE.md").read_bytes()) + len(HERON_ENTRY.encode()) + 1
+    assert str(refused.value) == (
+        f"cannot revert 20261130T120000Z.json: SPINE.md has no room for 1 more entry: it would have "
+        f"{POLICY.limits.spine.max_lines + 1} lines and {size} bytes (caps {POLICY.limits.spine.max_lines} and "
+        f"{POLICY.limits.spine.max_bytes}); compact the SPINE first. Nothing was changed.")
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file() and p.name != ".status"} == before
+
+
 def test_a_revert_after_recall_count_drift_only_writes_a_plain_restore(store: Path) -> None:
     archive_heron_with_recall_count(store)
     archived = store / "archive/projects/heron.md"
@@ -409,6 +584,53 @@ def test_a_revert_never_overwrites_a_file_re_created_since_the_gc(store: Path) -
     assert (store / "archive/LEDGER.md").read_bytes() == ledger
 
 
+def test_a_revert_of_a_file_moved_back_by_hand_without_a_ledger_line_stops(store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    shutil.move(store / "archive/projects/heron.md", store / "projects/heron.md")  # not through restore
+    ledger, spine = (store / "archive/LEDGER.md").read_bytes(), (store / "SPINE.md").read_bytes()
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_revert(store, POLICY, now, None)
+    assert str(stopped.value) == "cannot revert projects/heron.md: expected it in archive/projects/heron.md only"
+    assert (store / "projects/heron.md").read_bytes() == HERON_RAW
+    assert (store / "archive/LEDGER.md").read_bytes() == ledger and (store / "SPINE.md").read_bytes() == spine
+
+
+def archive_heron_with_a_long_entry(store: Path, raw: bytes = HERON_RAW) -> str:
+    """heron (with ``raw`` as its bytes) archived by gc with a SPINE entry over the 400-byte cap,
+    whose revert writes a short entry and keeps the whole hook in the file; the hook."""
+    detail = "Kafka topics, schema contracts, replay tooling, " * 8
+    long_entry = HERON_ENTRY.replace("Read when", detail + "Read when")
+    assert len(long_entry.encode()) > POLICY.limits.spine.entry_max_bytes
+    (store / "projects/heron.md").write_bytes(raw)
+    (store / "SPINE.md").write_text((store / "SPINE.md").read_text().replace(HERON_ENTRY, long_entry))
+    StoreBuilder(store).rebuild_catalog()
+    run_gc_apply(store, POLICY, now)
+    assert (store / "archive/projects/heron.md").read_bytes() == raw
+    return long_entry.split(" — ", 1)[1]
+
+
+def test_a_revert_of_a_long_entry_keeps_the_bytes_of_a_file_that_is_not_utf8(store: Path) -> None:
+    raw = HERON_RAW.replace(b"into the lake.", b"into the lake \xff\xfe.")
+    hook = archive_heron_with_a_long_entry(store, raw)
+    report = run_gc_revert(store, POLICY, now, None)
+    assert report.outcome is not None and report.outcome.self_check == []
+    assert (store / "projects/heron.md").read_bytes() == (
+        raw + b"\n## Index detail (moved from SPINE 2026-11-30)\n\n" + hook.encode() + b"\n")
+
+
+def test_a_revert_keeps_the_spine_entry_a_person_wrote_back_and_the_files_bytes(store: Path) -> None:
+    archive_heron_with_a_long_entry(store)  # an entry already there is not re-added, so no hook is moved
+    spine = (store / "SPINE.md").read_text().replace(KESTREL_ENTRY + "\n", f"{KESTREL_ENTRY}\n{HERON_ENTRY}\n")
+    (store / "SPINE.md").write_text(spine)
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.outcome is not None and report.outcome.reverted == ["projects/heron.md"]
+    assert report.outcome.self_check == []
+    assert (store / "projects/heron.md").read_bytes() == HERON_RAW
+    assert (store / "SPINE.md").read_text() == spine
+
+
 def test_a_revert_of_a_file_restored_meanwhile_only_sees_to_its_flag(store: Path) -> None:
     run_gc_apply(store, POLICY, now)
     run_restore(store, "projects/heron.md", POLICY, now)
@@ -421,6 +643,25 @@ def test_a_revert_of_a_file_restored_meanwhile_only_sees_to_its_flag(store: Path
     assert report.outcome.self_check == []
     assert (store / "projects/heron.md").read_bytes() == restored
     assert (store / "archive/LEDGER.md").read_bytes() == ledger  # restored once, recorded once
+
+
+def test_a_revert_records_its_move_even_after_a_users_restore_line(store: Path) -> None:
+    # Restored by the user, then put back in archive/ by hand (no ledger line): the revert that
+    # moves it out again writes its own restore line, as every move out of the archive has one.
+    run_gc_apply(store, POLICY, now)
+    run_restore(store, "projects/heron.md", POLICY, now)
+    shutil.move(store / "projects/heron.md", store / "archive/projects/heron.md")
+    archived = (store / "archive/projects/heron.md").read_bytes()
+    lines = ledger_lines(store)
+    assert "reason: user request" in lines[-1]
+
+    report = run_gc_revert(store, POLICY, now, None)
+
+    assert report.outcome is not None and report.outcome.reverted == ["projects/heron.md"]
+    assert (store / "projects/heron.md").read_bytes() == archived
+    added = ledger_lines(store)[len(lines):]
+    assert len(added) == 1 and " restore (modified) | from: archive/projects/heron.md | " in added[0]
+    assert added[0].endswith(f" | sha256: {sha256_hex(archived)} | reason: revert 20261130T120000Z.json")
 
 
 def revert_killed_after_its_ledger_line(store: Path) -> Path:
@@ -457,6 +698,16 @@ def test_a_revert_whose_file_is_gone_from_both_places_stops(store: Path) -> None
     assert json.loads(manifest.read_text()).get("reverted") is None
 
 
+def test_a_revert_of_an_archived_copy_deleted_by_hand_says_it_is_gone_from_both_places(store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    (store / "archive/projects/heron.md").unlink()
+    ledger = (store / "archive/LEDGER.md").read_bytes()
+    with pytest.raises(RecoveryStopped) as stopped:
+        run_gc_revert(store, POLICY, now, None)
+    assert str(stopped.value) == "cannot revert projects/heron.md: neither it nor archive/projects/heron.md exists"
+    assert (store / "archive/LEDGER.md").read_bytes() == ledger
+
+
 @pytest.mark.parametrize("where", ["outside", "subfolder", "sibling-name"])
 def test_revert_takes_manifests_only_from_data_gc_manifests(store: Path, tmp_path: Path, where: str) -> None:
     archive_heron_with_recall_count(store)
@@ -473,6 +724,27 @@ def test_revert_takes_manifests_only_from_data_gc_manifests(store: Path, tmp_pat
         run_gc_revert(store, POLICY, now, str(chosen))
     assert (store / "archive/projects/heron.md").exists()
     assert run_gc_revert(store, POLICY, now, manifest.name).outcome is not None  # the real one is taken
+
+
+def test_revert_takes_the_newest_manifest_or_the_one_named_by_file_name_or_time_stamp(
+        store: Path) -> None:
+    run_gc_apply(store, POLICY, now)
+    for name in ("plover", "tern"):  # three passes, one file each
+        add_stale(store, name)
+        run_gc_apply(store, POLICY, now)
+    by_file = {json.loads(m.read_text())["moves"][0]["from"]: m for m in (store / MANIFESTS).glob("*.json")}
+    heron, plover, tern = (by_file[f"projects/{name}.md"] for name in ("heron", "plover", "tern"))
+
+    def archived() -> list[str]:
+        return sorted(p.name for p in (store / "archive/projects").glob("*.md") if p.name != "marlin.md")
+
+    report = run_gc_revert(store, POLICY, now, None)
+    assert report.outcome is not None and report.outcome.manifest == tern.resolve()
+    assert report.outcome.reverted == ["projects/tern.md"] and archived() == ["heron.md", "plover.md"]
+    assert run_gc_revert(store, POLICY, now, heron.stem).outcome.reverted == ["projects/heron.md"]
+    assert archived() == ["plover.md"]
+    assert run_gc_revert(store, POLICY, now, plover.name).outcome.reverted == ["projects/plover.md"]
+    assert archived() == []
 
 
 # -- the ledger ----------------------------------------------------------------------------------
