@@ -81,6 +81,7 @@ class _Run:
         self.token = token
         self.commit_agents = True  # False: the user turned commits off; sync only what is committed
         self.report = SyncReport(str(store.root))
+        self.mismatched: set[str] = set()  # the files whose bytes differ after a pull, over every round
 
     def incoming(self) -> bool:
         theirs = tracking_head(self.store)
@@ -126,9 +127,10 @@ class _Run:
         if done.new is not None:
             mismatches = verify_pulled(self.store, done.old, done.new, dirty)
             report.mismatches += [str(m) for m in mismatches]
+            self.mismatched.update(m.path for m in mismatches)
             if mismatches:
                 report.state = "mismatch"
-                report.reason = f"{len(mismatches)} file(s) differ from what was pulled: BYTE-EXACTNESS FAILED"
+                report.reason = f"{len(self.mismatched)} file(s) differ from what was pulled: BYTE-EXACTNESS FAILED"
         return True
 
     def failed(self, state: SyncOutcome, error: str) -> SyncReport:

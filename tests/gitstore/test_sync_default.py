@@ -273,6 +273,7 @@ def test_a_store_still_being_written_waits_for_quiet_and_says_so(pushed: Machine
     a.append("ops/deploy.md", "- Written a moment ago.\n")
     report = a.sync(quiet_seconds=3600)
     assert report.commits == [] and not report.pushed and origin.head() == before, report
+    assert report.state == "up-to-date" and report.integration == "up-to-date", report  # nothing done yet
     assert len(report.notes) == 1 and report.notes[0].endswith("s ago; waiting for 3600 s of quiet"), report.notes
     assert report.notes[0].startswith("the store changed ")
     assert a.sync().pushed  # quiet not asked for: committed and pushed
@@ -396,3 +397,104 @@ def test_sync_store_called_with_its_defaults_is_a_manual_sync_that_commits_at_on
     report = sync_store(store, a.clock, a.identity, lock_holder(a.root, a.policy), a.policy.limits)
     assert report.state == "synced" and report.pushed and len(report.commits) == 1, report
     assert origin.head() == a.head() and load_state(open_store(a.root)).failures == 0
+
+
+# -- what the mutation run of gitstore/sync.py asked for ----------------------------------------
+
+def test_a_held_lock_still_pushes_what_is_already_committed(pushed: Machine, origin: Origin, git: GitCli) -> None:
+    """A distillation holds the .lock: the agent's new edit waits for it, but the user's own
+    commit is pushed now, and the status says the sync was skipped, not that all was done."""
+    a = pushed
+    a.append("ops/deploy.md", "- Committed by the user.\n")
+    users = user_commit(a, git, "a deploy rule", "ops/deploy.md")
+    a.append("craft/testing.md", "- Written by an agent during the distillation.\n")
+    distiller = StoreLock(a.root, "alpha")
+    distiller.acquire()
+    try:
+        report = a.sync()
+    finally:
+        distiller.release()
+    assert report.state == "skipped" and not report.ok and ".lock is held" in (report.reason or ""), report
+    assert report.pushed and origin.head() == users == a.head() and report.commits == [], report
+    assert (report.ahead, report.behind) == (0, 0) and report.notes == [], report
+    assert b"Written by an agent" not in (a.repo()[users].tree / "craft/testing.md").data
+    later = a.sync()  # the lock released: the agent's edit is committed and pushed
+    assert later.state == "synced" and later.pushed and len(later.commits) == 1, later
+    assert origin.head() == later.commits[0] == a.head()
+
+
+def test_a_push_accepted_on_the_last_round_is_a_sync(pushed: Machine, origin: Origin,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rejected twice, accepted the third time: synced, with both rejections said, and no
+    failure counted towards the backoff."""
+    a = pushed
+    a.append("ops/deploy.md", "- Deploys wait for a green canary.\n")
+    real_push = sync_module.push
+    pushes = {"n": 0}
+
+    def rejected_twice(store: StoreRepo, credentials: object = None) -> None:
+        pushes["n"] += 1
+        if pushes["n"] <= 2:
+            raise PushRejected(f"push to {origin.url} rejected: the remote moved on")
+        real_push(store, credentials)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sync_module, "push", rejected_twice)
+    report = a.sync()
+    monkeypatch.undo()
+    assert pushes["n"] == 3 and report.state == "synced" and report.pushed and report.ok, report
+    assert report.notes == [f"push to {origin.url} rejected: the remote moved on; fetching and trying again"] * 2
+    assert origin.head() == a.head() == report.commits[0] and (report.ahead, report.behind) == (0, 0)
+    state = load_state(open_store(a.root))
+    assert state.failures == 0 and state.retry_at == 0 and state.last_success is not None
+
+
+def test_a_scheduled_sync_runs_once_its_backoff_time_has_come(pushed: Machine, origin: Origin) -> None:
+    """The backoff holds a scheduled sync until retry_at, and not a moment longer."""
+    a = pushed
+    store = open_store(a.root)
+    retry_at = time.time() + 3600
+    save_state(store, SyncState(failures=2, retry_at=retry_at, last_error="offline"))
+    a.append("ops/deploy.md", "- Written while the remote was away.\n")
+
+    def scheduled_at(wall: float) -> sync_module.SyncReport:
+        return sync_store(open_store(a.root), a.clock, a.identity, lock_holder(a.root, a.policy), a.policy.limits,
+                          scheduled=True, wall=lambda: wall)
+
+    early = scheduled_at(retry_at - 1)
+    assert early.state == "skipped" and not early.pushed and early.commits == [], early
+    due = scheduled_at(retry_at)
+    assert due.state == "synced" and due.pushed and origin.head() == a.head(), due
+    assert load_state(open_store(a.root)) == SyncState(last_success=retry_at)
+
+
+
+def test_every_round_s_byte_mismatches_are_reported(diverged: tuple[Machine, Machine, str], origin: Origin,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """B's own git converts line endings (a line of its .git/info/attributes), so each file a
+    pull writes differs from its commit. A's second push lands while B pushes: B merges twice,
+    and the status names the files of both merges, and counts them all (it said 1, the last
+    merge's, before)."""
+    a, b, _ = diverged
+    info = b.root / ".git" / "info" / "attributes"
+    info.write_text(info.read_text() + "* text eol=crlf\n")
+    real_push = sync_module.push
+    pushes = {"n": 0}
+
+    def a_pushes_first(store: StoreRepo, credentials: object = None) -> None:
+        if store.root == b.root.resolve():
+            pushes["n"] += 1
+            if pushes["n"] == 1:
+                a.append("ops/deploy.md", "- From A, while B was pushing.\n")
+                assert a.sync().pushed
+        real_push(store, credentials)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sync_module, "push", a_pushes_first)
+    report = b.sync()
+    monkeypatch.undo()
+    assert report.state == "mismatch" and not report.ok and pushes["n"] == 2, report
+    assert report.pushed and origin.head() == b.head()  # the commits are right; B's work tree is not
+    first_merge = ["CATALOG.md", "SPINE.md", "archive/LEDGER.md", "archive/projects/old-a.md",
+                   "archive/projects/old-b.md"]
+    assert {m.split(":")[0] for m in report.mismatches} == {*first_merge, "ops/deploy.md"}, report.mismatches
+    # Each archived file differs twice (from its blob, from its ledger checksum): six files.
+    assert report.reason == "6 file(s) differ from what was pulled: BYTE-EXACTNESS FAILED"
