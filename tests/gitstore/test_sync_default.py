@@ -13,6 +13,7 @@ import distilld.gitstore.sync as sync_module
 import pytest
 from distilld.actions.sync import lock_holder
 from distilld.engine.lock import StoreLock
+from distilld.gitstore.errors import GitBusy
 from distilld.gitstore.remote import PushRejected
 from distilld.gitstore.repo import StoreRepo, open_store
 from distilld.gitstore.sync import sync_store
@@ -498,3 +499,25 @@ def test_every_round_s_byte_mismatches_are_reported(diverged: tuple[Machine, Mac
     assert {m.split(":")[0] for m in report.mismatches} == {*first_merge, "ops/deploy.md"}, report.mismatches
     # Each archived file differs twice (from its blob, from its ledger checksum): six files.
     assert report.reason == "6 file(s) differ from what was pulled: BYTE-EXACTNESS FAILED"
+
+
+def test_a_store_with_nothing_committed_yet_waiting_for_quiet_is_up_to_date(tmp_path: Path, origin: Origin) -> None:
+    """`distilld init` stopped by a distillation before the first commit, and an empty remote:
+    the next sync, still waiting for quiet, has done nothing and says so; once the store is
+    quiet, everything is committed and pushed."""
+    a = Machine("a", tmp_path / "a", origin)
+    lifecycle_store(a.root)
+    distiller = StoreLock(a.root, "alpha")
+    distiller.acquire()
+    try:
+        with pytest.raises(GitBusy):
+            a.init()
+    finally:
+        distiller.release()
+    assert a.repo().head_is_unborn
+    waiting = a.sync(quiet_seconds=3600)
+    assert waiting.state == "up-to-date" and waiting.integration == "no-remote-branch", waiting
+    assert waiting.commits == [] and not waiting.pushed and origin.head() is None, waiting
+    assert len(waiting.notes) == 1 and waiting.notes[0].endswith("waiting for 3600 s of quiet"), waiting.notes
+    done = a.sync()
+    assert done.state == "synced" and done.pushed and origin.head() == a.head() == done.commits[0], done
