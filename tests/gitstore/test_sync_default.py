@@ -521,3 +521,31 @@ def test_a_store_with_nothing_committed_yet_waiting_for_quiet_is_up_to_date(tmp_
     assert len(waiting.notes) == 1 and waiting.notes[0].endswith("waiting for 3600 s of quiet"), waiting.notes
     done = a.sync()
     assert done.state == "synced" and done.pushed and origin.head() == a.head() == done.commits[0], done
+
+
+def test_an_offline_sync_only_commits_what_agents_wrote(tmp_path: Path, origin: Origin) -> None:
+    """B fetched A's commit while a distillation held the .lock, so it was not taken in. With
+    the remote gone, B's sync commits its agent's edit and takes in nothing from that old
+    fetch: the work tree changes only when a sync reaches the remote."""
+    a = pushed_machine(tmp_path, origin)
+    b = joined_machine(tmp_path, origin)
+    a.append("ops/deploy.md", "- From A: deploys wait for a green canary.\n")
+    assert a.sync().pushed
+    distiller = StoreLock(b.root, "alpha")
+    distiller.acquire()
+    try:
+        assert b.sync().state == "skipped"
+    finally:
+        distiller.release()
+    away = origin.path.with_name("origin-away.git")
+    origin.path.rename(away)
+    b.append("craft/testing.md", "- From B: property tests for parsers.\n")
+    report = b.sync()
+    assert report.state == "offline" and report.integration is None and not report.pushed, report
+    assert len(report.commits) == 1 and (report.ahead, report.behind) == (1, 1), report
+    assert b"From A" not in b.read("ops/deploy.md")
+    away.rename(origin.path)
+    back = b.sync()
+    assert back.integration == "merged" and back.pushed and back.state == "synced", back
+    assert a.sync().integration == "fast-forward"
+    assert_converged(origin, a, b)
