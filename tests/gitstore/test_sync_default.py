@@ -16,7 +16,7 @@ from distilld.engine.lock import StoreLock
 from distilld.gitstore.errors import GitBusy
 from distilld.gitstore.remote import PushRejected
 from distilld.gitstore.repo import StoreRepo, open_store
-from distilld.gitstore.sync import sync_store
+from distilld.gitstore.sync import SyncReport, sync_store
 from distilld.gitstore.sync_state import SyncState, load_state, save_state
 from distilld.store.ledger import Ledger
 from gitmachines import (
@@ -322,14 +322,10 @@ def test_the_first_push_checks_the_users_own_first_commit(tmp_path: Path, origin
                                             "conflict markers in craft/testing.md"), report.reason
 
 
-def test_what_a_merge_kept_is_reported_after_a_push_rejected_and_a_second_merge(
-        diverged: tuple[Machine, Machine, str], origin: Origin, monkeypatch: pytest.MonkeyPatch) -> None:
-    """B merges A's commit, keeping its own version of a file both edited in the inbox; A pushes
-    again before B's push lands, so B fetches and merges a second time. The report still
-    names the first merge's inbox item and decisions."""
-    a, b, _ = diverged
-    a.append("craft/testing.md", "- From A: contract tests run first.\n")
-    assert a.sync().pushed
+def sync_while_the_other_pushes_first(b: Machine, a: Machine,
+                                      monkeypatch: pytest.MonkeyPatch) -> tuple[SyncReport, int]:
+    """B syncs; just before B's first push, A pushes a new commit, so that push is rejected and
+    B fetches and merges again. B's report, and how many pushes B tried."""
     real_push = sync_module.push
     pushes = {"n": 0}
 
@@ -344,7 +340,19 @@ def test_what_a_merge_kept_is_reported_after_a_push_rejected_and_a_second_merge(
     monkeypatch.setattr(sync_module, "push", a_pushes_first)
     report = b.sync()
     monkeypatch.undo()
-    assert report.ok and report.pushed and pushes["n"] == 2, report
+    return report, pushes["n"]
+
+
+def test_what_a_merge_kept_is_reported_after_a_push_rejected_and_a_second_merge(
+        diverged: tuple[Machine, Machine, str], origin: Origin, monkeypatch: pytest.MonkeyPatch) -> None:
+    """B merges A's commit, keeping its own version of a file both edited in the inbox; A pushes
+    again before B's push lands, so B fetches and merges a second time. The report still
+    names the first merge's inbox item and decisions."""
+    a, b, _ = diverged
+    a.append("craft/testing.md", "- From A: contract tests run first.\n")
+    assert a.sync().pushed
+    report, pushes = sync_while_the_other_pushes_first(b, a, monkeypatch)
+    assert report.ok and report.pushed and pushes == 2, report
     assert any("rejected" in note and "fetching and trying again" in note for note in report.notes), report.notes
     [item] = report.inbox
     assert "-sync-conflict-craft-testing.md" in item and (b.root / item).exists()
@@ -457,7 +465,7 @@ def test_a_scheduled_sync_runs_once_its_backoff_time_has_come(pushed: Machine, o
     save_state(store, SyncState(failures=2, retry_at=retry_at, last_error="offline"))
     a.append("ops/deploy.md", "- Written while the remote was away.\n")
 
-    def scheduled_at(wall: float) -> sync_module.SyncReport:
+    def scheduled_at(wall: float) -> SyncReport:
         return sync_store(open_store(a.root), a.clock, a.identity, lock_holder(a.root, a.policy), a.policy.limits,
                           scheduled=True, wall=lambda: wall)
 
@@ -478,21 +486,8 @@ def test_every_round_s_byte_mismatches_are_reported(diverged: tuple[Machine, Mac
     a, b, _ = diverged
     info = b.root / ".git" / "info" / "attributes"
     info.write_text(info.read_text() + "* text eol=crlf\n")
-    real_push = sync_module.push
-    pushes = {"n": 0}
-
-    def a_pushes_first(store: StoreRepo, credentials: object = None) -> None:
-        if store.root == b.root.resolve():
-            pushes["n"] += 1
-            if pushes["n"] == 1:
-                a.append("ops/deploy.md", "- From A, while B was pushing.\n")
-                assert a.sync().pushed
-        real_push(store, credentials)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(sync_module, "push", a_pushes_first)
-    report = b.sync()
-    monkeypatch.undo()
-    assert report.state == "mismatch" and not report.ok and pushes["n"] == 2, report
+    report, pushes = sync_while_the_other_pushes_first(b, a, monkeypatch)
+    assert report.state == "mismatch" and not report.ok and pushes == 2, report
     assert report.pushed and origin.head() == b.head()  # the commits are right; B's work tree is not
     first_merge = ["CATALOG.md", "SPINE.md", "archive/LEDGER.md", "archive/projects/old-a.md",
                    "archive/projects/old-b.md"]
