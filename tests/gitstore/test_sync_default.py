@@ -280,6 +280,16 @@ def test_a_store_still_being_written_waits_for_quiet_and_says_so(pushed: Machine
     assert a.sync().pushed  # quiet not asked for: committed and pushed
 
 
+def sync_while_a_distillation_runs(machine: Machine) -> SyncReport:
+    """A sync while a distiller holds the store's .lock."""
+    distiller = StoreLock(machine.root, "alpha")
+    distiller.acquire()
+    try:
+        return machine.sync()
+    finally:
+        distiller.release()
+
+
 @pytest.mark.parametrize("remote", ["no branch yet", "behind us", "at our commit"])
 def test_a_sync_with_nothing_to_take_in_needs_no_lock(tmp_path: Path, origin: Origin, git: GitCli,
                                                       remote: str) -> None:
@@ -293,12 +303,7 @@ def test_a_sync_with_nothing_to_take_in_needs_no_lock(tmp_path: Path, origin: Or
     if remote == "behind us":
         a.append("ops/deploy.md", "- Committed by the user.\n")
         user_commit(a, git, "a rule", "ops/deploy.md")
-    distiller = StoreLock(a.root, "alpha")
-    distiller.acquire()
-    try:
-        report = a.sync()
-    finally:
-        distiller.release()
+    report = sync_while_a_distillation_runs(a)
     assert report.reason is None and (report.ahead, report.behind) == (0, 0), report
     assert origin.head() == a.head()
     if remote == "at our commit":
@@ -417,12 +422,7 @@ def test_a_held_lock_still_pushes_what_is_already_committed(pushed: Machine, ori
     a.append("ops/deploy.md", "- Committed by the user.\n")
     users = user_commit(a, git, "a deploy rule", "ops/deploy.md")
     a.append("craft/testing.md", "- Written by an agent during the distillation.\n")
-    distiller = StoreLock(a.root, "alpha")
-    distiller.acquire()
-    try:
-        report = a.sync()
-    finally:
-        distiller.release()
+    report = sync_while_a_distillation_runs(a)
     assert report.state == "skipped" and not report.ok and ".lock is held" in (report.reason or ""), report
     assert report.pushed and origin.head() == users == a.head() and report.commits == [], report
     assert (report.ahead, report.behind) == (0, 0) and report.notes == [], report
@@ -526,12 +526,7 @@ def test_an_offline_sync_only_commits_what_agents_wrote(tmp_path: Path, origin: 
     b = joined_machine(tmp_path, origin)
     a.append("ops/deploy.md", "- From A: deploys wait for a green canary.\n")
     assert a.sync().pushed
-    distiller = StoreLock(b.root, "alpha")
-    distiller.acquire()
-    try:
-        assert b.sync().state == "skipped"
-    finally:
-        distiller.release()
+    assert sync_while_a_distillation_runs(b).state == "skipped"
     away = origin.path.with_name("origin-away.git")
     origin.path.rename(away)
     b.append("craft/testing.md", "- From B: property tests for parsers.\n")
