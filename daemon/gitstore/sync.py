@@ -74,13 +74,12 @@ def _iso(epoch: float) -> str:
 class _Run:
     def __init__(self, store: StoreRepo, clock: Callable[[], datetime], identity: Identity,
                  hold_lock: Callable[[], AbstractContextManager[object]], credentials: Credentials | None,
-                 quiet_seconds: float, limits: Limits, wall: Callable[[], float],
-                 token: Callable[[], str] | None) -> None:
+                 quiet_seconds: float, limits: Limits, wall: Callable[[], float], commit_agents: bool) -> None:
         self.store, self.clock, self.identity, self.hold_lock = store, clock, identity, hold_lock
         self.credentials, self.quiet_seconds, self.limits, self.wall = credentials, quiet_seconds, limits, wall
-        self.token = token
-        self.commit_agents = True  # False: the user turned commits off; sync only what is committed
+        self.commit_agents = commit_agents  # False: the user turned commits off; sync only what is committed
         self.report = SyncReport(str(store.root))
+        self.mismatched: set[str] = set()  # the files whose bytes differ after a pull, over every round
 
     def incoming(self) -> bool:
         theirs = tracking_head(self.store)
@@ -111,7 +110,7 @@ class _Run:
                 # Whatever stays uncommitted (a user's staged edit, say) is not expected to match.
                 dirty = list(self.store.repo.status(untracked_files="no"))
                 now = self.clock()
-                done = integrate(self.store, now, self.identity.signature(now), self.limits, self.token)
+                done = integrate(self.store, now, self.identity.signature(now), self.limits)
         except GitBusy as busy:
             report.state, report.reason = "skipped", str(busy)
             return True  # still push what is already committed
@@ -126,9 +125,10 @@ class _Run:
         if done.new is not None:
             mismatches = verify_pulled(self.store, done.old, done.new, dirty)
             report.mismatches += [str(m) for m in mismatches]
+            self.mismatched.update(m.path for m in mismatches)
             if mismatches:
                 report.state = "mismatch"
-                report.reason = f"{len(mismatches)} file(s) differ from what was pulled: BYTE-EXACTNESS FAILED"
+                report.reason = f"{len(self.mismatched)} file(s) differ from what was pulled: BYTE-EXACTNESS FAILED"
         return True
 
     def failed(self, state: SyncOutcome, error: str) -> SyncReport:
@@ -253,12 +253,10 @@ def skipped_while_behind(report: SyncReport) -> bool:
 def sync_store(store: StoreRepo, clock: Callable[[], datetime], identity: Identity,
                hold_lock: Callable[[], AbstractContextManager[object]], limits: Limits,
                credentials: Credentials | None = None, scheduled: bool = False, quiet_seconds: float = 0.0,
-               wall: Callable[[], float] = time.time, token: Callable[[], str] | None = None,
-               commit_agents: bool = True) -> SyncReport:
+               wall: Callable[[], float] = time.time, commit_agents: bool = True) -> SyncReport:
     """One sync: skipped while git is busy (or, when ``scheduled``, while backing off); a
     manual run ignores the backoff. ``hold_lock`` takes the store's .lock (raising GitBusy
     when a distiller holds it)."""
     write_info_attributes(store.repo)  # a repository set up by an older distilld has none yet
-    run = _Run(store, clock, identity, hold_lock, credentials, quiet_seconds, limits, wall, token)
-    run.commit_agents = commit_agents
+    run = _Run(store, clock, identity, hold_lock, credentials, quiet_seconds, limits, wall, commit_agents)
     return run.run(scheduled)

@@ -13,9 +13,10 @@ import distilld.gitstore.sync as sync_module
 import pytest
 from distilld.actions.sync import lock_holder
 from distilld.engine.lock import StoreLock
+from distilld.gitstore.errors import GitBusy
 from distilld.gitstore.remote import PushRejected
 from distilld.gitstore.repo import StoreRepo, open_store
-from distilld.gitstore.sync import sync_store
+from distilld.gitstore.sync import SyncReport, sync_store
 from distilld.gitstore.sync_state import SyncState, load_state, save_state
 from distilld.store.ledger import Ledger
 from gitmachines import (
@@ -273,9 +274,20 @@ def test_a_store_still_being_written_waits_for_quiet_and_says_so(pushed: Machine
     a.append("ops/deploy.md", "- Written a moment ago.\n")
     report = a.sync(quiet_seconds=3600)
     assert report.commits == [] and not report.pushed and origin.head() == before, report
+    assert report.state == "up-to-date" and report.integration == "up-to-date", report  # nothing done yet
     assert len(report.notes) == 1 and report.notes[0].endswith("s ago; waiting for 3600 s of quiet"), report.notes
     assert report.notes[0].startswith("the store changed ")
     assert a.sync().pushed  # quiet not asked for: committed and pushed
+
+
+def sync_while_a_distillation_runs(machine: Machine) -> SyncReport:
+    """A sync while a distiller holds the store's .lock."""
+    distiller = StoreLock(machine.root, "alpha")
+    distiller.acquire()
+    try:
+        return machine.sync()
+    finally:
+        distiller.release()
 
 
 @pytest.mark.parametrize("remote", ["no branch yet", "behind us", "at our commit"])
@@ -291,12 +303,7 @@ def test_a_sync_with_nothing_to_take_in_needs_no_lock(tmp_path: Path, origin: Or
     if remote == "behind us":
         a.append("ops/deploy.md", "- Committed by the user.\n")
         user_commit(a, git, "a rule", "ops/deploy.md")
-    distiller = StoreLock(a.root, "alpha")
-    distiller.acquire()
-    try:
-        report = a.sync()
-    finally:
-        distiller.release()
+    report = sync_while_a_distillation_runs(a)
     assert report.reason is None and (report.ahead, report.behind) == (0, 0), report
     assert origin.head() == a.head()
     if remote == "at our commit":
@@ -320,14 +327,10 @@ def test_the_first_push_checks_the_users_own_first_commit(tmp_path: Path, origin
                                             "conflict markers in craft/testing.md"), report.reason
 
 
-def test_what_a_merge_kept_is_reported_after_a_push_rejected_and_a_second_merge(
-        diverged: tuple[Machine, Machine, str], origin: Origin, monkeypatch: pytest.MonkeyPatch) -> None:
-    """B merges A's commit, keeping its own version of a file both edited in the inbox; A pushes
-    again before B's push lands, so B fetches and merges a second time. The report still
-    names the first merge's inbox item and decisions."""
-    a, b, _ = diverged
-    a.append("craft/testing.md", "- From A: contract tests run first.\n")
-    assert a.sync().pushed
+def sync_while_the_other_pushes_first(b: Machine, a: Machine,
+                                      monkeypatch: pytest.MonkeyPatch) -> tuple[SyncReport, int]:
+    """B syncs; just before B's first push, A pushes a new commit, so that push is rejected and
+    B fetches and merges again. B's report, and how many pushes B tried."""
     real_push = sync_module.push
     pushes = {"n": 0}
 
@@ -342,7 +345,19 @@ def test_what_a_merge_kept_is_reported_after_a_push_rejected_and_a_second_merge(
     monkeypatch.setattr(sync_module, "push", a_pushes_first)
     report = b.sync()
     monkeypatch.undo()
-    assert report.ok and report.pushed and pushes["n"] == 2, report
+    return report, pushes["n"]
+
+
+def test_what_a_merge_kept_is_reported_after_a_push_rejected_and_a_second_merge(
+        diverged: tuple[Machine, Machine, str], origin: Origin, monkeypatch: pytest.MonkeyPatch) -> None:
+    """B merges A's commit, keeping its own version of a file both edited in the inbox; A pushes
+    again before B's push lands, so B fetches and merges a second time. The report still
+    names the first merge's inbox item and decisions."""
+    a, b, _ = diverged
+    a.append("craft/testing.md", "- From A: contract tests run first.\n")
+    assert a.sync().pushed
+    report, pushes = sync_while_the_other_pushes_first(b, a, monkeypatch)
+    assert report.ok and report.pushed and pushes == 2, report
     assert any("rejected" in note and "fetching and trying again" in note for note in report.notes), report.notes
     [item] = report.inbox
     assert "-sync-conflict-craft-testing.md" in item and (b.root / item).exists()
@@ -396,3 +411,131 @@ def test_sync_store_called_with_its_defaults_is_a_manual_sync_that_commits_at_on
     report = sync_store(store, a.clock, a.identity, lock_holder(a.root, a.policy), a.policy.limits)
     assert report.state == "synced" and report.pushed and len(report.commits) == 1, report
     assert origin.head() == a.head() and load_state(open_store(a.root)).failures == 0
+
+
+# -- what the mutation run of gitstore/sync.py asked for ----------------------------------------
+
+def test_a_held_lock_still_pushes_what_is_already_committed(pushed: Machine, origin: Origin, git: GitCli) -> None:
+    """A distillation holds the .lock: the agent's new edit waits for it, but the user's own
+    commit is pushed now, and the status says the sync was skipped, not that all was done."""
+    a = pushed
+    a.append("ops/deploy.md", "- Committed by the user.\n")
+    users = user_commit(a, git, "a deploy rule", "ops/deploy.md")
+    a.append("craft/testing.md", "- Written by an agent during the distillation.\n")
+    report = sync_while_a_distillation_runs(a)
+    assert report.state == "skipped" and not report.ok and ".lock is held" in (report.reason or ""), report
+    assert report.pushed and origin.head() == users == a.head() and report.commits == [], report
+    assert (report.ahead, report.behind) == (0, 0) and report.notes == [], report
+    assert b"Written by an agent" not in (a.repo()[users].tree / "craft/testing.md").data
+    later = a.sync()  # the lock released: the agent's edit is committed and pushed
+    assert later.state == "synced" and later.pushed and len(later.commits) == 1, later
+    assert origin.head() == later.commits[0] == a.head()
+
+
+def test_a_push_accepted_on_the_last_round_is_a_sync(pushed: Machine, origin: Origin,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rejected twice, accepted the third time: synced, with both rejections said, and no
+    failure counted towards the backoff."""
+    a = pushed
+    a.append("ops/deploy.md", "- Deploys wait for a green canary.\n")
+    real_push = sync_module.push
+    pushes = {"n": 0}
+
+    def rejected_twice(store: StoreRepo, credentials: object = None) -> None:
+        pushes["n"] += 1
+        if pushes["n"] <= 2:
+            raise PushRejected(f"push to {origin.url} rejected: the remote moved on")
+        real_push(store, credentials)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sync_module, "push", rejected_twice)
+    report = a.sync()
+    monkeypatch.undo()
+    assert pushes["n"] == 3 and report.state == "synced" and report.pushed and report.ok, report
+    assert report.notes == [f"push to {origin.url} rejected: the remote moved on; fetching and trying again"] * 2
+    assert origin.head() == a.head() == report.commits[0] and (report.ahead, report.behind) == (0, 0)
+    state = load_state(open_store(a.root))
+    assert state.failures == 0 and state.retry_at == 0 and state.last_success is not None
+
+
+def test_a_scheduled_sync_runs_once_its_backoff_time_has_come(pushed: Machine, origin: Origin) -> None:
+    """The backoff holds a scheduled sync until retry_at, and not a moment longer."""
+    a = pushed
+    store = open_store(a.root)
+    retry_at = time.time() + 3600
+    save_state(store, SyncState(failures=2, retry_at=retry_at, last_error="offline"))
+    a.append("ops/deploy.md", "- Written while the remote was away.\n")
+
+    def scheduled_at(wall: float) -> SyncReport:
+        return sync_store(open_store(a.root), a.clock, a.identity, lock_holder(a.root, a.policy), a.policy.limits,
+                          scheduled=True, wall=lambda: wall)
+
+    early = scheduled_at(retry_at - 1)
+    assert early.state == "skipped" and not early.pushed and early.commits == [], early
+    due = scheduled_at(retry_at)
+    assert due.state == "synced" and due.pushed and origin.head() == a.head(), due
+    assert load_state(open_store(a.root)) == SyncState(last_success=retry_at)
+
+
+
+def test_every_round_s_byte_mismatches_are_reported(diverged: tuple[Machine, Machine, str], origin: Origin,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """B's own git converts line endings (a line of its .git/info/attributes), so each file a
+    pull writes differs from its commit. A's second push lands while B pushes: B merges twice,
+    and the status names the files of both merges, and counts them all (it said 1, the last
+    merge's, before)."""
+    a, b, _ = diverged
+    info = b.root / ".git" / "info" / "attributes"
+    info.write_text(info.read_text() + "* text eol=crlf\n")
+    report, pushes = sync_while_the_other_pushes_first(b, a, monkeypatch)
+    assert report.state == "mismatch" and not report.ok and pushes == 2, report
+    assert report.pushed and origin.head() == b.head()  # the commits are right; B's work tree is not
+    first_merge = ["CATALOG.md", "SPINE.md", "archive/LEDGER.md", "archive/projects/old-a.md",
+                   "archive/projects/old-b.md"]
+    assert {m.split(":")[0] for m in report.mismatches} == {*first_merge, "ops/deploy.md"}, report.mismatches
+    # Each archived file differs twice (from its blob, from its ledger checksum): six files.
+    assert report.reason == "6 file(s) differ from what was pulled: BYTE-EXACTNESS FAILED"
+
+
+def test_a_store_with_nothing_committed_yet_waiting_for_quiet_is_up_to_date(tmp_path: Path, origin: Origin) -> None:
+    """`distilld init` stopped by a distillation before the first commit, and an empty remote:
+    the next sync, still waiting for quiet, has done nothing and says so; once the store is
+    quiet, everything is committed and pushed."""
+    a = Machine("a", tmp_path / "a", origin)
+    lifecycle_store(a.root)
+    distiller = StoreLock(a.root, "alpha")
+    distiller.acquire()
+    try:
+        with pytest.raises(GitBusy):
+            a.init()
+    finally:
+        distiller.release()
+    assert a.repo().head_is_unborn
+    waiting = a.sync(quiet_seconds=3600)
+    assert waiting.state == "up-to-date" and waiting.integration == "no-remote-branch", waiting
+    assert waiting.commits == [] and not waiting.pushed and origin.head() is None, waiting
+    assert len(waiting.notes) == 1 and waiting.notes[0].endswith("waiting for 3600 s of quiet"), waiting.notes
+    done = a.sync()
+    assert done.state == "synced" and done.pushed and origin.head() == a.head() == done.commits[0], done
+
+
+def test_an_offline_sync_only_commits_what_agents_wrote(tmp_path: Path, origin: Origin) -> None:
+    """B fetched A's commit while a distillation held the .lock, so it was not taken in. With
+    the remote gone, B's sync commits its agent's edit and takes in nothing from that old
+    fetch: the work tree changes only when a sync reaches the remote."""
+    a = pushed_machine(tmp_path, origin)
+    b = joined_machine(tmp_path, origin)
+    a.append("ops/deploy.md", "- From A: deploys wait for a green canary.\n")
+    assert a.sync().pushed
+    assert sync_while_a_distillation_runs(b).state == "skipped"
+    away = origin.path.with_name("origin-away.git")
+    origin.path.rename(away)
+    b.append("craft/testing.md", "- From B: property tests for parsers.\n")
+    report = b.sync()
+    assert report.state == "offline" and report.integration is None and not report.pushed, report
+    assert len(report.commits) == 1 and (report.ahead, report.behind) == (1, 1), report
+    assert b"From A" not in b.read("ops/deploy.md")
+    away.rename(origin.path)
+    back = b.sync()
+    assert back.integration == "merged" and back.pushed and back.state == "synced", back
+    assert a.sync().integration == "fast-forward"
+    assert_converged(origin, a, b)
