@@ -717,6 +717,18 @@ def test_c2_8_row_lacks_pinned(tmp_path: Path) -> None:
     expect_only(tmp_path, "C2", "catalog row lacks pinned for projects/osprey.md")
 
 
+def test_c2_8_every_row_is_checked_after_a_file_without_one(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    edit(b, "CATALOG.md", " | pinned", "")
+    b.tier("craft/aaa.md", "# First in path order\n", domain="craft", scope="No row yet")
+    assert take_snapshot(tmp_path).tier_paths[0] == "craft/aaa.md"
+    assert fails(findings(tmp_path), "C2") == [
+        "active file has no SPINE pointer: craft/aaa.md",
+        "file not in catalog: craft/aaa.md",
+        "catalog row lacks pinned for projects/osprey.md",
+    ]
+
+
 def test_c2_8_row_says_pinned_but_file_is_not(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     edit(b, "CATALOG.md", "| validated 2026-11-02", "| validated 2026-11-02 | pinned")
