@@ -877,6 +877,16 @@ def test_c2_10_ledger_missing_but_archive_is_not_legacy(tmp_path: Path) -> None:
     expect_only(tmp_path, "C2", "archive/LEDGER.md missing but archive/projects/marlin.md is not legacy")
 
 
+def test_c2_10_without_a_ledger_every_nested_archive_file_is_named(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    b.write("archive/ops/runbook.md", "---\nscope: Old runbook\n---\n# Runbook\n").rebuild_catalog()
+    b.remove("archive/LEDGER.md")
+    assert [m for m in fails(findings(tmp_path), "C2") if "LEDGER.md missing" in m] == [
+        "archive/LEDGER.md missing but archive/ops/runbook.md is not legacy",
+        "archive/LEDGER.md missing but archive/projects/marlin.md is not legacy",
+    ]
+
+
 @pytest.mark.parametrize("path", ["archive/ops/runbook.md", "archive/projects/sub/deep.md"])
 def test_c2_10_unledgered_nested_archive_is_pending_adoption(tmp_path: Path, path: str) -> None:
     b = healthy_store(tmp_path)
