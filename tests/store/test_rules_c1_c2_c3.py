@@ -969,6 +969,15 @@ def test_c2_10_a_row_and_an_entry_both_without_a_hook_do_not_differ(tmp_path: Pa
     assert fails(findings(tmp_path), "C2") == ["archived row lacks 'hook': archive/projects/marlin.md"]
 
 
+def test_c2_10_a_row_without_a_hook_and_an_archive_line_without_spine_entry_do_not_differ(tmp_path: Path) -> None:
+    # The reference reads a field that is not there as empty, on both sides.
+    b = healthy_store(tmp_path)
+    line = marlin_line(b)
+    b.ledger([line[: line.index(" | spine-entry: ")]])
+    edit(b, "CATALOG.md", " | hook: Marlin reporting backfill, finished", "")
+    assert fails(findings(tmp_path), "C2") == ["archived row lacks 'hook': archive/projects/marlin.md"]
+
+
 def test_c2_10_catalog_hook_differs_from_ledger(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     edit(b, "CATALOG.md", "hook: Marlin reporting backfill, finished", "hook: Marlin backfill, finished")
