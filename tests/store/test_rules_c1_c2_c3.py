@@ -1141,6 +1141,12 @@ def test_c2_11_an_event_without_a_from_field_is_uncontained(tmp_path: Path) -> N
     assert "uncontained path in archive/LEDGER.md from: " in fails(findings(tmp_path), "C2")
 
 
+def test_c2_11_an_event_without_a_to_field_is_uncontained(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    b.append_ledger("- 2026-09-12T00:00:00Z restore | from: archive/projects/marlin.md | reason: x")
+    assert "uncontained path in archive/LEDGER.md to: " in fails(findings(tmp_path), "C2")
+
+
 @pytest.mark.parametrize("path", ["archive/../projects/zed.md", "~/zed.md", "/archive/projects/zed.md", "archive\\zed.md", "archive/projects/z:ed.md"])
 def test_c2_11_uncontained_ledger_to(tmp_path: Path, path: str) -> None:
     b = healthy_store(tmp_path)
@@ -1238,6 +1244,14 @@ def test_c2_13_catalog_stale(tmp_path: Path, rebuilt: str) -> None:
 def test_c2_13_same_day_date_only_or_equal_stamp_is_fresh(tmp_path: Path, rebuilt: str) -> None:
     b = healthy_store(tmp_path)
     edit(b, "CATALOG.md", f"rebuilt: {REBUILT}", f"rebuilt: {rebuilt}")
+    expect_pass(tmp_path)
+
+
+def test_c2_13_a_ledger_without_events_leaves_any_stamped_catalog_fresh(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    b.remove("archive/projects/marlin.md").remove("evidence/projects/marlin.md")
+    b.ledger([]).rebuild_catalog()
+    edit(b, "CATALOG.md", f"rebuilt: {REBUILT}", "rebuilt: 2000-01-01")
     expect_pass(tmp_path)
 
 
