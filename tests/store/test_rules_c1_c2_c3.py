@@ -1083,6 +1083,14 @@ def test_c2_11_unknown_ledger_event(tmp_path: Path, event: str) -> None:
         assert_code_and_path(finding)
 
 
+def test_c2_11_unknown_ledger_event_quotes_the_first_70_bytes_of_its_line(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    line = "- 2026-09-12T00:00:00Z purge | from: projects/marlin.md | to: archive/projects/marlin.md | reason: tidy"
+    b.append_ledger(line)
+    assert "unknown ledger event 'purge': - 2026-09-12T00:00:00Z purge | from: projects/marlin.md | to: archive/" in fails(
+        findings(tmp_path), "C2")
+
+
 def test_c2_11_escaped_pipes_in_free_text_pass(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     entry = MARLIN_ENTRY.replace("finished in spring.", "finished in spring \\| reports frozen.")
