@@ -93,15 +93,37 @@ CODES: list[tuple[str, str, str]] = [
     (r"ledger sha256 does not match archived file: (?P<path>[^;]+)(; .*)?", "ledger-sha-mismatch", ""),
     (r"malformed ledger line \(no leading date\): .*", "ledger-malformed", "archive/LEDGER.md"),
     (r"ledger events out of order: .+", "ledger-out-of-order", "archive/LEDGER.md"),
+    (r"unknown ledger event '.*': .*", "ledger-unknown-event", "archive/LEDGER.md"),
+    (r"unescaped ' \| ' inside a free-text field of archive/LEDGER\.md .*", "ledger-unescaped-pipe",
+     "archive/LEDGER.md"),
+    (r"ledger archive line must move X to archive/X: from .* to .*", "ledger-archive-shape", "archive/LEDGER.md"),
+    (r"ledger restore line must move archive/X to X: from .* to .*", "ledger-restore-shape", "archive/LEDGER.md"),
+    (r"SPINE\.md missing", "spine-missing", "SPINE.md"),
+    (r"CATALOG\.md missing", "catalog-missing", "CATALOG.md"),
+    (r"catalog line points at missing file: (?P<path>.+)", "catalog-missing-target", ""),
+    (r"catalog stale: rebuilt .+ but newest ledger event is .+", "catalog-stale", "CATALOG.md"),
+    (r"catalog claims a validated date for undated file (?P<path>.+)", "catalog-validated-undated", ""),
+    (r"catalog count wrong for (?P<path>\S+) \(file has \d+ entries\)", "catalog-count-wrong", ""),
+    (r"evidence_for disagrees with the twin's path: (?P<path>\S+) says .+", "evidence-target-mismatch", ""),
+    (r"evidence twin of an adopted legacy archive: (?P<path>\S+) \(.+\)", "evidence-of-legacy", ""),
+    (r"orphan evidence: (?P<path>\S+) \(evidence_for .+ is neither active nor archived\)", "orphan-evidence", ""),
+    (r"flat archive file must be labelled legacy in the catalog: (?P<path>.+)", "legacy-unlabelled", ""),
+    (r"legacy archive inside a tier directory: (?P<path>\S+) \(migration adopts it to archive/legacy/.+\)",
+     "nested-archive", ""),
+    (r"(?P<path>\S+) is \d+ bytes \(max \d+; declare oversize: <reason> to exempt\)", "file-bytes", ""),
+    (r"SPINE\.md line \d+ joins its pointers with something other than ' \+ ' .*", "pointer-joiners", "SPINE.md"),
 ]
+RULE_CODES = {code for _, code, _ in CODES}
 
 
 def assert_code_and_path(finding: Finding) -> None:
+    """Every finding of the rules has its row in CODES (the bad-input notes are hygiene's own)."""
     for pattern, code, path in CODES:
         matched = re.fullmatch(pattern, finding.message)
         if matched:
             assert (finding.code, finding.path) == (code, path or matched.group("path")), finding
             return
+    assert finding.severity == "note" and finding.code not in RULE_CODES, f"no row in CODES for {finding}"
 
 
 def expect_only(root: Path, group: str, message: str) -> list[Finding]:
@@ -119,6 +141,8 @@ def expect_only(root: Path, group: str, message: str) -> list[Finding]:
 def expect_pass(root: Path) -> list[Finding]:
     found = findings(root)
     assert fails(found) == []
+    for finding in found:
+        assert_code_and_path(finding)
     return found
 
 
@@ -192,6 +216,7 @@ def test_c1_1_spine_missing_skips_the_other_c1_checks(tmp_path: Path) -> None:
     b.remove("SPINE.md")
     found = findings(tmp_path)
     assert fails(found, "C1") == ["SPINE.md missing"]
+    assert [(f.code, f.path) for f in found if f.group == "C1"] == [("spine-missing", "SPINE.md")]
     # No SPINE: the pointer checks are skipped (3.3 step 2), C2 judges the rest; C3 is untouched.
     assert not [m for m in fails(found, "C2") if "SPINE pointer" in m]
     assert verdicts(found) == {"C1": "FAIL", "C2": "PASS", "C3": "PASS"}
@@ -216,8 +241,11 @@ def test_a_pointer_group_joined_otherwise_is_a_c1_note_naming_its_line(tmp_path:
     edit(b, "SPINE.md", KESTREL_ENTRY + "\n", joined + "\n")
     found = [f for f in findings(tmp_path) if f.code == "pointer-joiners"]
     assert [(f.group, f.severity, f.path) for f in found] == [("C1", "note", "SPINE.md")]
-    assert found[0].message.startswith(f"SPINE.md line {at + 1} joins its pointers with something other than ' + '")
-    assert found[0].message.endswith("; `distilld compact` or `migrate` rewrites it")
+    # The line is quoted to its first 70 bytes: the em dash is 3 of them.
+    assert found[0].message == (
+        f"SPINE.md line {at + 1} joins its pointers with something other than ' + ' (the format reads only"
+        f" ' + '; the rest counts as the hook): - [Kestrel](projects/kestrel.md), [Marlin](projects/marlin.md)"
+        f" {EM} Kes; `distilld compact` or `migrate` rewrites it")
 
 
 def pad_spine_lines(b: StoreBuilder, total: int, *, eol: str = "\n", final_newline: bool = True) -> None:
@@ -577,6 +605,8 @@ def test_c2_4_catalog_missing_skips_every_catalog_check(tmp_path: Path) -> None:
     # The SPINE's catalog line now points at a missing file (item 1); steps 5-13 are skipped.
     assert sorted(fails(found, "C2")) == ["CATALOG.md missing", "SPINE pointer to missing file: CATALOG.md"]
     assert verdicts(found) == {"C1": "PASS", "C2": "FAIL", "C3": "PASS"}
+    for finding in found:
+        assert_code_and_path(finding)
 
 
 # -- 5. every file has a row --
@@ -685,6 +715,18 @@ def test_c2_8_row_lacks_pinned(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     edit(b, "CATALOG.md", " | pinned", "")
     expect_only(tmp_path, "C2", "catalog row lacks pinned for projects/osprey.md")
+
+
+def test_c2_8_every_row_is_checked_after_a_file_without_one(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    edit(b, "CATALOG.md", " | pinned", "")
+    b.tier("craft/aaa.md", "# First in path order\n", domain="craft", scope="No row yet")
+    assert take_snapshot(tmp_path).tier_paths[0] == "craft/aaa.md"
+    assert fails(findings(tmp_path), "C2") == [
+        "active file has no SPINE pointer: craft/aaa.md",
+        "file not in catalog: craft/aaa.md",
+        "catalog row lacks pinned for projects/osprey.md",
+    ]
 
 
 def test_c2_8_row_says_pinned_but_file_is_not(tmp_path: Path) -> None:
@@ -835,6 +877,16 @@ def test_c2_10_ledger_missing_but_archive_is_not_legacy(tmp_path: Path) -> None:
     expect_only(tmp_path, "C2", "archive/LEDGER.md missing but archive/projects/marlin.md is not legacy")
 
 
+def test_c2_10_without_a_ledger_every_nested_archive_file_is_named(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    b.write("archive/ops/runbook.md", "---\nscope: Old runbook\n---\n# Runbook\n").rebuild_catalog()
+    b.remove("archive/LEDGER.md")
+    assert [m for m in fails(findings(tmp_path), "C2") if "LEDGER.md missing" in m] == [
+        "archive/LEDGER.md missing but archive/ops/runbook.md is not legacy",
+        "archive/LEDGER.md missing but archive/projects/marlin.md is not legacy",
+    ]
+
+
 @pytest.mark.parametrize("path", ["archive/ops/runbook.md", "archive/projects/sub/deep.md"])
 def test_c2_10_unledgered_nested_archive_is_pending_adoption(tmp_path: Path, path: str) -> None:
     b = healthy_store(tmp_path)
@@ -917,6 +969,15 @@ def test_c2_10_a_row_and_an_entry_both_without_a_hook_do_not_differ(tmp_path: Pa
     assert fails(findings(tmp_path), "C2") == ["archived row lacks 'hook': archive/projects/marlin.md"]
 
 
+def test_c2_10_a_row_without_a_hook_and_an_archive_line_without_spine_entry_do_not_differ(tmp_path: Path) -> None:
+    # The reference reads a field that is not there as empty, on both sides.
+    b = healthy_store(tmp_path)
+    line = marlin_line(b)
+    b.ledger([line[: line.index(" | spine-entry: ")]])
+    edit(b, "CATALOG.md", " | hook: Marlin reporting backfill, finished", "")
+    assert fails(findings(tmp_path), "C2") == ["archived row lacks 'hook': archive/projects/marlin.md"]
+
+
 def test_c2_10_catalog_hook_differs_from_ledger(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     edit(b, "CATALOG.md", "hook: Marlin reporting backfill, finished", "hook: Marlin backfill, finished")
@@ -962,6 +1023,8 @@ def test_c2_11_malformed_line_without_leading_date(tmp_path: Path, line: str) ->
     # "<70 chars>" of the line (whether the leading "- " is shown is not pinned down by 3.3).
     assert shown in (line[:70], line[2:72])
     assert verdicts(found) == {"C1": "PASS", "C2": "FAIL", "C3": "PASS"}
+    for finding in found:
+        assert_code_and_path(finding)
 
 
 def test_c2_11_every_line_after_a_malformed_one_is_still_checked(tmp_path: Path) -> None:
@@ -1016,6 +1079,16 @@ def test_c2_11_unknown_ledger_event(tmp_path: Path, event: str) -> None:
     found = findings(tmp_path)
     assert any(m.startswith(f"unknown ledger event '{event}': ") for m in fails(found, "C2")), fails(found)
     assert verdicts(found) == {"C1": "PASS", "C2": "FAIL", "C3": "PASS"}
+    for finding in found:
+        assert_code_and_path(finding)
+
+
+def test_c2_11_unknown_ledger_event_quotes_the_first_70_bytes_of_its_line(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    line = "- 2026-09-12T00:00:00Z purge | from: projects/marlin.md | to: archive/projects/marlin.md | reason: tidy"
+    b.append_ledger(line)
+    assert "unknown ledger event 'purge': - 2026-09-12T00:00:00Z purge | from: projects/marlin.md | to: archive/" in fails(
+        findings(tmp_path), "C2")
 
 
 def test_c2_11_escaped_pipes_in_free_text_pass(tmp_path: Path) -> None:
@@ -1074,6 +1147,12 @@ def test_c2_11_an_event_without_a_from_field_is_uncontained(tmp_path: Path) -> N
     b = healthy_store(tmp_path)
     b.append_ledger("- 2026-09-12T00:00:00Z archive | to: archive/projects/zed.md | reason: x")
     assert "uncontained path in archive/LEDGER.md from: " in fails(findings(tmp_path), "C2")
+
+
+def test_c2_11_an_event_without_a_to_field_is_uncontained(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    b.append_ledger("- 2026-09-12T00:00:00Z restore | from: archive/projects/marlin.md | reason: x")
+    assert "uncontained path in archive/LEDGER.md to: " in fails(findings(tmp_path), "C2")
 
 
 @pytest.mark.parametrize("path", ["archive/../projects/zed.md", "~/zed.md", "/archive/projects/zed.md", "archive\\zed.md", "archive/projects/z:ed.md"])
@@ -1176,6 +1255,14 @@ def test_c2_13_same_day_date_only_or_equal_stamp_is_fresh(tmp_path: Path, rebuil
     expect_pass(tmp_path)
 
 
+def test_c2_13_a_ledger_without_events_leaves_any_stamped_catalog_fresh(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path)
+    b.remove("archive/projects/marlin.md").remove("evidence/projects/marlin.md")
+    b.ledger([]).rebuild_catalog()
+    edit(b, "CATALOG.md", f"rebuilt: {REBUILT}", "rebuilt: 2000-01-01")
+    expect_pass(tmp_path)
+
+
 def test_c2_13_newest_is_the_maximum_stamp_not_the_last_line(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     add_runbook_after_marlin(b, "2026-09-11")  # date-only, same day: in order, and not newer
@@ -1217,6 +1304,8 @@ def test_c2_16_symlink_in_store(tmp_path: Path, link: str, target: str) -> None:
     found = findings(tmp_path)
     assert f"symlink in store: {link}" in fails(found, "C2"), fails(found)
     assert verdicts(found) == {"C1": "PASS", "C2": "FAIL", "C3": "PASS"}
+    for finding in found:
+        assert_code_and_path(finding)
 
 
 # == C3: tier files (3.4) ===========================================================================
