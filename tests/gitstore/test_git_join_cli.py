@@ -83,6 +83,7 @@ def state_of(machine: Machine) -> dict[str, object]:
         "files": shared_files(machine.root),
         "head": str(repo.head.target),
         "branch": repo.head.name,
+        "branch log": [entry.message for entry in repo.references[repo.head.name].log()],  # says how it moved
         "tracking": str(repo.references["refs/remotes/origin/main"].target),
         "index": sorted((e.path, str(e.id), e.mode) for e in repo.index),
         "status": dict(repo.status()),

@@ -71,6 +71,20 @@ def test_incoming_changes_never_overwrite_a_staged_edit(pair: tuple[Machine, Mac
     assert len(kept) == 1 and files[kept[0]].endswith(mine)
 
 
+def test_every_staged_file_an_incoming_change_would_overwrite_is_named(pair: tuple[Machine, Machine],
+                                                                      git: GitCli) -> None:
+    a, b = pair
+    for path in ("ops/deploy.md", "craft/testing.md"):
+        a.append(path, "- The user's own edit, staged.\n")
+        git(a.root, "add", path)
+        b.append(path, "- B's agent edits the same file.\n")
+    assert b.sync().pushed
+    report = a.sync()
+    assert report.state == "blocked", report
+    assert report.reason == ("incoming changes would overwrite uncommitted edits (craft/testing.md, ops/deploy.md); "
+                             "commit or move those edits, and the next sync takes the changes in")
+
+
 def test_a_commit_made_while_the_sync_checks_out_is_kept(pair: tuple[Machine, Machine], origin: Origin,
                                                          git: GitCli, monkeypatch: pytest.MonkeyPatch) -> None:
     """The user commits between the checkout and the branch update: the branch is not moved
