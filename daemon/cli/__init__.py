@@ -8,7 +8,6 @@ only when it runs. A new command goes in a module with a ``COMMANDS`` tuple, and
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from datetime import datetime, timezone
 
@@ -135,6 +134,8 @@ def _wants_json(argv: list[str] | None) -> bool:
 
 def _report_error(message: str, code: int, file: str | None, as_json: bool) -> int:
     if as_json:
+        import json  # only an error with --json pays for it
+
         payload = {"schema": schema_name("error"), "error": message, "file": file, "exit": code}
         sys.stdout.write(json.dumps(payload, ensure_ascii=True) + "\n")
         sys.stdout.flush()

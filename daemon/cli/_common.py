@@ -8,7 +8,6 @@ it runs, so `distilld --help` and `distilld check` stay light.
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -167,6 +166,8 @@ def schema_name(kind: str) -> str:
 
 def with_schema(kind: str, rendered: str) -> str:
     """Every --json document says what it is and which version: ``"schema": "distilld.KIND/1"``."""
+    import json  # only a --json run pays for it
+
     data = json.loads(rendered)
     if isinstance(data, dict):
         data = {"schema": schema_name(kind), **data}

@@ -55,9 +55,13 @@ def _checkout(store: StoreRepo, old: pygit2.Commit | None, new: pygit2.Oid, why:
                       "edits, and the next sync takes the changes in") from None
     ref = repo.references.get(store.branch_ref)
     if old is None:
+        appeared = GitBusy(f"{store.root}: {store.branch} appeared while syncing; retrying later")
         if ref is not None:
-            raise GitBusy(f"{store.root}: {store.branch} appeared while syncing; retrying later")
-        repo.create_reference_direct(store.branch_ref, new, False, message=f"distilld: {why}")
+            raise appeared
+        try:  # not forced: a branch made since the check above is the user's, and kept
+            repo.create_reference_direct(store.branch_ref, new, False, message=f"distilld: {why}")
+        except pygit2.AlreadyExistsError:
+            raise appeared from None
         return
     if ref is None or ref.target != old.id:
         raise GitBusy(f"{store.root}: {store.branch} moved while syncing; the work tree holds the synced files, "
@@ -160,10 +164,10 @@ def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, limi
         base = repo[base_id].peel(pygit2.Commit)
         sides = Sides(local=f"local {store.branch} {str(head.id)[:12]}", remote=f"{label} {str(theirs.id)[:12]}")
         merged = merge_commits(repo, head, theirs, base, now, signature, new_pass_id(now), limits, sides, label, token)
-        if not merged.ok or merged.commit is None:
-            reasons = list(merged.problems)
-            if merged.store is not None:
-                reasons += [f"[{f.group}] {f.message}" for f in merged.store.blocked_by]
+        if merged.commit is None:  # made only when the merge is ok
+            # Problems of the trees stop the merge before the store merge runs, so never both.
+            reasons = merged.problems if merged.store is None else [
+                f"[{f.group}] {f.message}" for f in merged.store.blocked_by]
             return Integration("blocked", "the merge would break the store, so nothing was committed: "
                                + "; ".join(reasons))
         _checkout(store, head, merged.commit, f"merge {label}")

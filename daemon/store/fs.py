@@ -280,15 +280,16 @@ def append_line(path: Path, line: str, header: str = "", durable: bool = True) -
     _append(path, appended_chunk(_read_existing(path), line, header), durable)
 
 
-def appended_chunk(existing: bytes | None, line: str, header: str = "") -> bytes:
+def appended_chunk(existing: bytes | None, line: str, header: str) -> bytes:
     """The bytes ``append_line`` adds to a file holding ``existing`` (None: no file yet)."""
     ending = line_ending_of(existing) if existing else b"\n"
-    chunk = b""
     if existing is None:
-        chunk += with_line_ending(encode(header), ending)
+        before = with_line_ending(encode(header), ending)
     elif existing and not existing.endswith(b"\n"):
-        chunk += ending
-    return chunk + encode(line) + ending
+        before = ending  # the last line is finished first
+    else:
+        before = b""
+    return before + encode(line) + ending
 
 
 def move_exact(source: Path, target: Path) -> None:

@@ -274,3 +274,12 @@ def test_a_refusing_https_remote_is_given_the_token_once_and_never_hangs(tmp_pat
     expected = "Basic " + base64.b64encode(b"me:s3cret").decode()
     assert sent and set(sent) == {expected}  # git and then libgit2: each offers the token once
     assert len(RefusingHttp.seen) <= 6
+
+
+def test_a_failed_git_checkout_is_said_and_libgit2_checks_out_instead(tmp_path: Path, origin: Origin, first: Machine,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(integrate_module, "checkout_with_cli", lambda *args: "git read-tree was killed")
+    joined = Machine("b", tmp_path / "b", origin).init()
+    assert ("the first checkout: git read-tree was killed; libgit2 checked out the store instead"
+            in joined.report.notes)
+    assert joined.checked_out == first.head() and not joined.mismatches

@@ -23,6 +23,7 @@ from gitmachines import (
     lifecycle_store,
     pushed_machine,
 )
+from pygit2.references import References
 
 
 @pytest.fixture
@@ -266,6 +267,35 @@ def test_a_branch_created_while_a_machine_joins_is_not_overwritten(tmp_path: Pat
         b.init()
     monkeypatch.undo()
     assert b.repo().head.peel(pygit2.Commit).message == "the user's first commit, meanwhile\n"
+
+
+def test_a_branch_created_between_the_check_and_the_create_is_kept(tmp_path: Path, origin: Origin,
+                                                                  remote_with_notes: Machine, git: GitCli,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # The narrowest race: the branch is still absent when distilld looks, and the user's commit
+    # lands before distilld creates it. The create is not forced, so the user's branch stays.
+    b = Machine("b", tmp_path / "b", origin)
+    b.root.mkdir()
+    real_checkout, real_get = pygit2.Repository.checkout_tree, References.get
+    checked_out: list[bool] = []
+
+    def checkout(self: pygit2.Repository, *args: Any, **kwargs: Any) -> None:
+        real_checkout(self, *args, **kwargs)
+        checked_out.append(True)
+
+    def get_then_user_commits(self: References, key: str) -> Any:
+        found = real_get(self, key)
+        if checked_out and key == "refs/heads/main" and found is None:
+            git(b.root, "commit", "-q", "--allow-empty", "-m", "the user's first commit, just after the check")
+        return found
+
+    monkeypatch.setattr(pygit2.Repository, "checkout_tree", checkout)
+    monkeypatch.setattr(References, "get", get_then_user_commits)
+    monkeypatch.setattr(gitcli, "git_executable", lambda: None)
+    with pytest.raises(GitBusy, match=f"^{re.escape(str(b.root))}: main appeared while syncing; retrying later$"):
+        b.init()
+    monkeypatch.undo()
+    assert b.repo().head.peel(pygit2.Commit).message == "the user's first commit, just after the check\n"
 
 
 def test_the_first_push_of_an_agents_edit_has_nothing_to_take_in(tmp_path: Path, origin: Origin) -> None:

@@ -7,6 +7,9 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -241,3 +244,66 @@ def test_durable_writes_reach_the_disk_before_they_return(store: Path, monkeypat
         # durable=False leaves every flush to a later sync_barrier, a new file's folder included
         assert flushed(lambda: fs.append_bytes(store / "data/new.jsonl", b"{}\n", durable=False)) == []
         assert flushed(lambda: fs.atomic_write(store / "CATALOG.md", b"x\n", durable=False)) == []
+
+
+def _finishes(action: Callable[[], object], fifo: Path) -> BaseException | None:
+    """Run ``action`` in a thread; the error it raised, or fail if it blocks (on opening the
+    FIFO as if it were a folder). A blocked open is released by opening the FIFO's other end."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            action()
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            raised.append(error)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(timeout=60)
+        pytest.fail(f"blocked opening {fifo} as a folder")
+    return raised[0] if raised else None
+
+
+def _remove_confined(root: Path, path: Path) -> None:
+    with fs.confined_to(root):
+        fs.remove(path)
+
+
+def test_a_folder_that_is_a_fifo_is_refused_at_once_never_opened(tmp_path: Path) -> None:
+    # A named pipe where a folder should be would block a plain open() until some writer came.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    unconfined = _finishes(lambda: fs.write_text_keeping_endings(fifo / "x.md", "x\n"), fifo)
+    assert isinstance(unconfined, NotADirectoryError)
+    # Confinement is per thread: entered in the thread that writes.
+    confined = _finishes(lambda: _remove_confined(fifo, fifo / "x.md"), fifo)  # the store root itself
+    assert isinstance(confined, NotADirectoryError)
+    inside = _finishes(lambda: _remove_confined(tmp_path, fifo / "x.md"), fifo)  # a folder in the store
+    assert isinstance(inside, OSError) and inside.errno == errno.ENOTDIR
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_a_source_swapped_for_a_link_after_its_check_moves_the_link_never_its_target(
+        store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The narrowest race of a move: the source passed its check, then became a link to a file
+    # outside the store. The hard link is made to the link itself, so the store never gains a
+    # second name for the outside file (through which a later write would change it).
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(b"not the store's\n")
+    source, target = store / "projects/a.md", store / "archive/projects/a.md"
+    real_exists = fs._exists
+
+    def swap_then_check(name: str, dir_fd: int) -> bool:
+        if source.exists() and not source.is_symlink():
+            source.unlink()
+            source.symlink_to(outside)
+        return real_exists(name, dir_fd)
+
+    monkeypatch.setattr(fs, "_exists", swap_then_check)
+    with fs.confined_to(store):
+        fs.move_exact(source, target)
+    assert target.is_symlink() and os.readlink(target) == str(outside)
+    assert outside.stat().st_nlink == 1 and outside.read_bytes() == b"not the store's\n"
