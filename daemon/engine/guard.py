@@ -70,7 +70,8 @@ def sweep_temp_files(*folders: Path) -> list[Path]:
     for folder in folders:  # os.walk of a missing folder yields nothing
         for directory, dirnames, filenames in os.walk(folder, followlinks=False):
             dirnames[:] = [d for d in dirnames if d != ".git"]
-            for name in filenames:
+            # Every temp name is hidden: most files end here. Sorted, so a sweep is the same each time.
+            for name in sorted(n for n in filenames if n.startswith(".")):
                 pid = temp_owner_pid(name)
                 if pid is None or pid == os.getpid() or pid_alive(pid):
                     continue

@@ -46,6 +46,29 @@ def _is_link(path: Path) -> bool:
         return False
 
 
+def _links_under(root: Path, top: str, files_too: bool, found: list[StoreLink]) -> None:
+    """Links below ``top``, a folder in sorted order, depth first. A directory entry knows
+    whether it is a link without a stat; a link is never descended into."""
+    pending = [top]
+    while pending:
+        relative = pending.pop()
+        try:
+            with os.scandir(root / relative) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        below: list[str] = []
+        for entry in entries:
+            path = f"{relative}/{entry.name}"
+            if entry.is_symlink():
+                # In a tier folder a linked file is check's to report (C2); a linked folder is ours.
+                if (files_too or entry.is_dir()) and path not in MANAGED_FILES:
+                    found.append(StoreLink(path, _link_target(root / path)))
+            elif entry.is_dir(follow_symlinks=False):
+                below.append(path)
+        pending.extend(reversed(below))
+
+
 def store_links(root: Path) -> list[StoreLink]:
     """Every symbolic link a write pass could be sent through: a managed folder (or a folder
     under one), a linked file in archive/ or data/, and SPINE.md, CATALOG.md, the ledger."""
@@ -58,14 +81,7 @@ def store_links(root: Path) -> list[StoreLink]:
         if _is_link(base):
             found.append(StoreLink(top, _link_target(base)))
             continue
-        files_too = top in NO_LINKED_FILES
-        for directory, dirnames, filenames in os.walk(base, followlinks=False):
-            here = Path(directory)
-            for name in sorted(dirnames + (filenames if files_too else [])):
-                if _is_link(here / name):
-                    relative = (here / name).relative_to(root).as_posix()
-                    if relative not in MANAGED_FILES:
-                        found.append(StoreLink(relative, _link_target(here / name)))
+        _links_under(root, top, top in NO_LINKED_FILES, found)
     return found
 
 

@@ -19,6 +19,7 @@ from builders import FIXED_NOW
 from distilld.actions.gc import run_gc_apply
 from distilld.cli import main as cli_main
 from distilld.engine.guard import (
+    LostLines,
     lost_ledger_lines,
     seen_ledger_path,
     sweep_temp_files,
@@ -26,6 +27,7 @@ from distilld.engine.guard import (
 )
 from distilld.engine.lock import AcquireKind, LockLine, StoreLock, abandoned_owner, default_owner
 from distilld.errors import LockHeld, UnsafeStore
+from distilld.locations import instance_key, state_dir
 from distilld.policy import load_policy
 from hostile import busy_store, dead_pid, run_distilld
 
@@ -333,7 +335,9 @@ WRITE_COMMANDS = [
 
 def test_a_pass_remembers_the_ledger_in_the_state_folder(tmp_path: Path) -> None:
     store = archived_store(tmp_path)
-    assert seen_ledger_path(store.resolve()).read_bytes() == (store / "archive/LEDGER.md").read_bytes()
+    kept = state_dir() / instance_key(store.resolve()) / "LEDGER.seen.md"  # the name the README gives
+    assert seen_ledger_path(store.resolve()) == kept
+    assert kept.read_bytes() == (store / "archive/LEDGER.md").read_bytes()
     assert lost_ledger_lines(store.resolve()) is None
 
 
@@ -369,6 +373,18 @@ def test_a_changed_ledger_line_counts_as_lost_and_status_names_it(tmp_path: Path
         run_gc_apply(store, POLICY, lambda: FIXED_NOW)
 
 
+def test_lost_lines_are_shown_three_at_most_each_cut_at_100_characters() -> None:
+    long = "- 2026-11-30T12:00:00Z | archive | " + "x" * 100
+    lost = LostLines([long, "- b", "- c", "- d", "- e"], "the last pass", "the kept copy")
+    assert str(lost) == (f"archive/LEDGER.md lost 5 line(s) since the last pass: {long[:100]}; - b; - c and 2 more. "
+                         "The ledger only grows: put the lines back (they are in the kept copy); nothing is "
+                         "archived, restored or migrated until then")
+    for lines, shown in ((["- b", "- c", "- d"], "- b; - c; - d. "), (["- b", "- c", "- d", "- e"],
+                                                                       "- b; - c; - d and 1 more. ")):
+        assert str(LostLines(lines, "the last pass", "git")).startswith(
+            f"archive/LEDGER.md lost {len(lines)} line(s) since the last pass: {shown}The ledger")
+
+
 def test_a_ledger_that_grew_by_a_merge_is_accepted(tmp_path: Path) -> None:
     store = archived_store(tmp_path)
     ledger = store / "archive/LEDGER.md"
@@ -392,6 +408,51 @@ def test_the_links_check_runs_before_a_pass_writes(tmp_path: Path) -> None:
     assert not (store / "data").exists()  # not even the manifest
 
 
+def test_the_sweep_never_enters_git_or_a_linked_folder_and_goes_past_a_vanished_temp(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, outside = tmp_path / "store", tmp_path / "outside"
+    busy_store(store)
+    dead = dead_pid()
+    outside.mkdir()
+    (store / "notes").symlink_to(outside)  # a folder distilld does not manage, linked out of the store
+    kept = [outside / f".x.md.distilld-tmp.{dead}.0a0b0c0d", store / f".git/objects/.y.distilld-tmp.{dead}.0a"]
+    swept = [store / f"craft/.{name}.distilld-tmp.{dead}.0a0b0c0d" for name in ("b", "c", "d")]
+    for path in kept + swept + [store / f"craft/.a.distilld-tmp.{dead}.0a0b0c0d"]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half")
+    real_unlink = Path.unlink
+
+    def another_sweeper_was_first(self: Path, missing_ok: bool = False) -> None:
+        if self.name.startswith(".a."):  # the first of the folder, gone before our unlink
+            real_unlink(self)
+        real_unlink(self, missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", another_sweeper_was_first)
+    assert sorted(sweep_temp_files(store)) == sorted(swept)
+    assert all(path.exists() for path in kept)
+
+
+@pytest.mark.parametrize("count", [1, 2, 5])
+def test_every_link_is_counted_and_the_first_four_named(tmp_path: Path, count: int) -> None:
+    store = tmp_path / "store"
+    busy_store(store)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for folder in ("craft", "evidence", "inbox", "ops", "profile")[:count]:
+        if (store / folder).exists():
+            os.rename(store / folder, outside / folder)
+        else:
+            (outside / folder).mkdir()
+        (store / folder).symlink_to(outside / folder)
+    with pytest.raises(UnsafeStore) as refused:
+        run_gc_apply(store, POLICY, lambda: FIXED_NOW)
+    more = {1: "", 2: f" (and 1 more: evidence -> {outside}/evidence)",
+            5: f" (and 4 more: ops -> {outside}/ops, profile -> {outside}/profile, evidence -> {outside}/evidence)"}
+    assert str(refused.value) == (
+        f"{store}/craft is a symbolic link (to {outside}/craft){more[count]}: distilld never writes through a link, "
+        "so this pass wrote nothing. Replace the link with a real folder holding the files, then run it again.")
+
+
 def test_the_daemon_sweeps_at_start_up_and_logs_it(tmp_path: Path, distilld_dirs: dict[str, Path]) -> None:
     store = tmp_path / "store"
     busy_store(store)
@@ -406,6 +467,11 @@ def test_the_daemon_sweeps_at_start_up_and_logs_it(tmp_path: Path, distilld_dirs
     assert not [p for p in temps if p.exists()]
     activity = next(distilld_dirs["state"].glob("*/activity.log")).read_text()
     assert "removed 3 temp file(s) left by processes that no longer run" in activity
+    log = next(distilld_dirs["state"].glob("*/distilld.jsonl")).read_text()
+    records = [json.loads(line) for line in log.splitlines()]
+    logged = sorted(r["path"] for r in records if r.get("event") == "temp.removed"
+                    and r.get("logger") == "distilld.guard" and r.get("why") == "left by a process that no longer runs")
+    assert logged == sorted(str(p.resolve()) for p in temps)
 
 
 def test_the_daemon_archives_nothing_and_commits_nothing_while_the_ledger_is_short(

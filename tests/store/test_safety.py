@@ -6,14 +6,16 @@ outside it, and each test asserts that nothing there changed.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import FIXED_NOW, healthy_store
 from distilld.errors import UnsafeStore
 from distilld.policy import load_policy
-from distilld.store import fs
+from distilld.store import fs, safety
 from distilld.store.catalog import render_catalog
 from distilld.store.invariants import check_store
 from distilld.store.ledger import UnwritableLedgerValue, archive_event, restore_event
@@ -134,13 +136,16 @@ def test_append_line_refuses_a_line_break(tmp_path: Path) -> None:
 # -- the pre-pass scan ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("folder", ["projects", "craft", "archive", "archive/projects", "evidence",
-                                    "evidence/craft", "inbox", "data", "data/gc-manifests"])
+                                    "evidence/craft", "inbox", "data", "data/gc-manifests", "local",
+                                    "local/craft", "backup", "backup/pre-migrate"])
 def test_every_linked_managed_folder_is_found(layout: tuple[Path, Path], folder: str) -> None:
     store, canary = layout
     path = store / folder
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         os.rename(path, canary / "moved")
+    else:
+        (canary / "moved").mkdir()
     path.symlink_to(canary / "moved")
     assert [(link.path, link.target) for link in store_links(store)] == [(folder, str(canary / "moved"))]
 
@@ -158,22 +163,71 @@ def test_a_healthy_store_has_no_links(layout: tuple[Path, Path]) -> None:
     assert store_links(layout[0]) == []
 
 
+def test_a_link_whose_target_cannot_be_read_is_still_refused_and_says_why(
+        layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    store, canary = layout
+    (store / "inbox").symlink_to(canary)
+
+    real_readlink = safety.os.readlink
+
+    def unreadable(path: Any, *args: Any, **kwargs: Any) -> str:
+        if isinstance(path, Path) and path.name == "inbox":
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real_readlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(safety.os, "readlink", unreadable)
+    assert [str(link) for link in store_links(store)] == ["inbox -> (unreadable: Permission denied)"]
+
+
+def test_a_folder_that_vanishes_mid_check_does_not_end_the_check(
+        layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A folder removed between being listed and being read (an agent tidying up) is skipped;
+    # the folders after it are still looked at.
+    store, canary = layout
+    (store / "archive/aaa").mkdir()
+    (store / "archive/zzz").mkdir()
+    (store / "archive/zzz/linked.md").symlink_to(canary / "keep.md")
+    real_scandir = safety.os.scandir
+
+    def vanishing(path: Any) -> Any:  # os.scandir for everyone meanwhile: pytest lists by descriptor too
+        if isinstance(path, (str, Path)) and Path(path).name == "aaa":
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(safety.os, "scandir", vanishing)
+    assert [link.path for link in store_links(store)] == ["archive/zzz/linked.md"]
+
+
 # -- names -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", [
-    "projects/new\nline.md", "projects/cr\rret.md", "projects/tab\tx.md", "projects/a | b.md",
-    "projects/-dash.md", "projects/a<b.md", "projects/a>b.md", "projects/a:b.md", 'projects/a"b.md',
-    "projects/a|b.md", "projects/a?.md", "projects/a*.md", "projects/trail.", "projects/trail ",
-    "projects/CON.md", "projects/nul.md", "projects/com1.md", "projects/LPT9.md", "projects/bell\x07.md",
-    "projects/del\x7f.md", "projects/sub./x.md",
+CONTROL = "it holds the control character {!r} (a line break would split a ledger line)"
+WINDOWS = "it holds {!r}, which Windows does not allow in a file name"
+DASH = "a part of it starts with '-', which reads as a list item or an option"
+TRAILING = "a part of it ends with a dot or a space, which Windows drops"
+DEVICE = "{!r} is a reserved device name on Windows"
+
+
+@pytest.mark.parametrize(("name", "reason"), [
+    ("projects/new\nline.md", CONTROL.format("\n")), ("projects/cr\rret.md", CONTROL.format("\r")),
+    ("projects/tab\tx.md", CONTROL.format("\t")), ("projects/bell\x07.md", CONTROL.format("\x07")),
+    ("projects/del\x7f.md", CONTROL.format("\x7f")),
+    ("projects/a | b.md", "it holds ' | ', the field separator of the ledger and the catalog"),
+    ("projects/-dash.md", DASH), ("-top/x.md", DASH),
+    *((f"projects/a{c}b.md", WINDOWS.format(c)) for c in '<>:"|?*'),
+    ("projects/trail.", TRAILING), ("projects/trail ", TRAILING), ("projects/sub./x.md", TRAILING),
+    *((f"projects/{n}.md", DEVICE.format(f"{n}.md"))
+      for n in ("CON", "PRN", "AUX", "nul", "com1", "COM9", "LPT1", "lpt9")),
+    ("projects/aux", DEVICE.format("aux")), ("projects/CON.tar.md", DEVICE.format("CON.tar.md")),
 ])
-def test_names_the_ledger_cannot_hold(name: str) -> None:
-    assert unsafe_name_reason(name) is not None
+def test_names_the_ledger_cannot_hold_and_why(name: str, reason: str) -> None:
+    assert unsafe_name_reason(name) == reason
 
 
 @pytest.mark.parametrize("name", [
     "projects/café.md", "projects/caf\udce9.md", "projects/数据.md", "projects/a-b.md", "projects/console.md",
     "projects/con-notes.md", "projects/x.y.md", "projects/a b.md", "projects/a|.md".replace("|", "_"),
+    "projects/COM10.md", "projects/lpt10.md", "projects/COM0.md", "projects/LPT0.md",
+    "projects/./x.md", "projects/../x.md",  # "." and "..": D10's to refuse, not a name's
 ])
 def test_names_that_stay_writable(name: str) -> None:
     assert unsafe_name_reason(name) is None
@@ -193,6 +247,21 @@ def test_the_ledger_writer_refuses_line_breaks_and_unsafe_paths() -> None:
     with pytest.raises(UnwritableLedgerValue):
         restore_event(stamp, "projects/a | b.md", "revert", None)
     assert "\n" not in archive_event(stamp, "projects/caf\udce9.md", "a", "b", "stale", "hook | pipe")
+
+
+def test_the_unsafe_names_status_reports_are_the_knowledge_files_of_the_store_only(layout: tuple[Path, Path]) -> None:
+    store, canary = layout
+    (canary / "elsewhere | x.md").write_bytes(b"# outside\n")
+    (store / "craft/linked").symlink_to(canary)  # never followed: the names out there are not the store's
+    for path in ("archive/projects/a | b.md", "evidence/craft/-dash.md", "inbox/a?.md", "projects/sub/CON.md",
+                 "projects/.hidden/a | b.md", "projects/.a | b.md", "projects/a | b.txt", "data/a | b.md"):
+        (store / path).parent.mkdir(parents=True, exist_ok=True)
+        (store / path).write_bytes(b"# x\n")
+    found = store_unsafe_names(store)
+    assert [str(u) for u in found] == [
+        "'archive/projects/a | b.md': it holds ' | ', the field separator of the ledger and the catalog",
+        "'evidence/craft/-dash.md': " + DASH, "'inbox/a?.md': " + WINDOWS.format("?"),
+        "'projects/sub/CON.md': " + DEVICE.format("CON.md")]
 
 
 def test_check_budget_and_catalog_report_or_leave_out_unsafe_names(layout: tuple[Path, Path]) -> None:
