@@ -88,7 +88,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
                                "tests/gitstore/test_git_join_cli.py", "tests/gitstore/test_join_attacks.py"]),
     # what every write pass refuses before it writes: links, unsafe names, a shrunken ledger; the sweep
     "store/safety.py": (["tests/store/test_safety.py"], ["tests/test_hostile_corpus.py", "tests/engine/test_guard.py"]),
-    "engine/guard.py": (["tests/engine/test_guard.py", "tests/store/test_safety.py"],
+    "engine/guard.py": (["tests/engine/test_guard.py", "tests/store/test_safety.py",
+                         "tests/gitstore/test_committed_ledger.py"],
                         ["tests/test_hostile_corpus.py", "tests/engine/test_crash_safety.py"]),
 }
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -20,15 +22,23 @@ from distilld.actions.gc import run_gc_apply
 from distilld.cli import main as cli_main
 from distilld.engine.guard import (
     LostLines,
+    check_before_writing,
     lost_ledger_lines,
+    refuse_shrunken_ledger,
+    refuse_unless_settled,
+    remember_ledger,
     seen_ledger_path,
+    set_aside_seen_ledger,
+    settle_set_aside_ledger,
     sweep_temp_files,
     temp_owner_pid,
 )
 from distilld.engine.lock import AcquireKind, LockLine, StoreLock, abandoned_owner, default_owner
+from distilld.engine.passes.gc.apply import GcRefused
 from distilld.errors import LockHeld, UnsafeStore
 from distilld.locations import instance_key, state_dir
 from distilld.policy import load_policy
+from distilld.store.snapshot import take_snapshot
 from hostile import busy_store, dead_pid, run_distilld
 
 POLICY = load_policy()
@@ -339,6 +349,17 @@ def test_a_pass_remembers_the_ledger_in_the_state_folder(tmp_path: Path) -> None
     assert seen_ledger_path(store.resolve()) == kept
     assert kept.read_bytes() == (store / "archive/LEDGER.md").read_bytes()
     assert lost_ledger_lines(store.resolve()) is None
+    first = next(line for line in kept.read_text().splitlines() if line.startswith("- "))
+    drop_first_ledger_line(store)
+    lost = lost_ledger_lines(store.resolve())
+    assert lost is not None and (lost.lines, lost.since, lost.kept_in) == ([first], "the last pass",
+                                                                          f"{kept} and in git")
+    with pytest.raises(UnsafeStore) as refused:
+        refuse_shrunken_ledger(store.resolve())
+    assert str(refused.value) == f"{store.resolve() / 'archive/LEDGER.md'}: {lost}"
+    remembered = kept.read_bytes()
+    remember_ledger(store.resolve())  # the end of a pass during which the line went: the copy keeps it
+    assert kept.read_bytes() == remembered and first.encode() in remembered
 
 
 @pytest.mark.parametrize("command", WRITE_COMMANDS, ids=lambda c: " ".join(c))
@@ -371,6 +392,57 @@ def test_a_changed_ledger_line_counts_as_lost_and_status_names_it(tmp_path: Path
     assert "nothing is archived, restored or migrated" in out and "marlin.md" in out
     with pytest.raises(UnsafeStore):
         run_gc_apply(store, POLICY, lambda: FIXED_NOW)
+
+
+def test_a_join_sets_an_earlier_stores_kept_ledger_aside_and_drops_it_only_when_nothing_is_lost(
+        tmp_path: Path) -> None:
+    store = archived_store(tmp_path).resolve()
+    kept = seen_ledger_path(store)
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600  # the state folder's copy is private
+    earlier = kept.read_bytes()
+    aside = set_aside_seen_ledger(store, "20261130T120000Z")
+    assert aside == kept.with_name("LEDGER.seen.before-join-20261130T120000Z.md")
+    assert not kept.exists() and aside.read_bytes() == earlier
+    assert set_aside_seen_ledger(store, "20261130T120001Z") is None  # nothing kept: nothing to set aside
+    assert settle_set_aside_ledger(store, aside) is None and not aside.exists()  # the joined ledger holds it all
+    aside.write_bytes(earlier + b"- 2026-01-01 archive | from: projects/gone.md | to: archive/projects/gone.md\n")
+    assert settle_set_aside_ledger(store, aside) == (
+        f"1 ledger line(s) an earlier store at this path had are not in the joined store's ledger: kept in "
+        f"{aside}; add them back by hand if they belong to this store")
+    assert aside.exists()
+
+
+def test_a_pass_sweeps_the_store_its_state_folder_and_git_s_distilld_folder(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    busy_store(store)
+    (store / ".git/distilld").mkdir(parents=True)
+    root = store.resolve()
+    dead = dead_pid()
+    planted = [root / f".x.md.distilld-tmp.{dead}.0a", root / f".git/distilld/.s.json.distilld-tmp.{dead}.0b",
+               state_dir() / instance_key(root) / f".status.json.distilld-tmp.{dead}.0c"]
+    for path in planted:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half")
+    check_before_writing(root)
+    assert [path for path in planted if path.exists()] == []
+
+
+def test_a_pending_migration_stops_a_pass_naming_its_first_marker(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    busy_store(store)
+    for stamp in ("20261130T120000Z", "20261201T120000Z"):
+        (store / "data/migration" / stamp).mkdir(parents=True)
+        (store / "data/migration" / stamp / "PENDING").write_bytes(b"")
+    with pytest.raises(GcRefused) as refused:
+        refuse_unless_settled(take_snapshot(store), GcRefused, "before gc", "migrate it first")
+    first = store.resolve() / "data/migration/20261130T120000Z/PENDING"
+    assert str(refused.value) == (f"{first}: a store migration is PENDING; finish or revert it "
+                                  "(distilld migrate --finish / --revert) before gc")
+    shutil.rmtree(store / "data/migration")
+    (store / "CATALOG.md").unlink()  # a store from before the 1.2 layout
+    with pytest.raises(GcRefused) as unmigrated:
+        refuse_unless_settled(take_snapshot(store), GcRefused, "before gc", "migrate it first")
+    assert str(unmigrated.value) == f"{store.resolve()}: pre-1.2 store (no CATALOG.md); migrate it first"
 
 
 def test_lost_lines_are_shown_three_at_most_each_cut_at_100_characters() -> None:

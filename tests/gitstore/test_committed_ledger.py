@@ -139,6 +139,9 @@ def test_a_line_present_twice_at_the_last_commit_is_lost_when_one_copy_goes(
     drop_line(store, first)
     lost = lost_ledger_lines(store.resolve())
     assert lost is not None and lost.lines == [first.decode()]
+    commit = git(store, "rev-parse", "HEAD").stdout.strip()[:12]  # shown short
+    assert (lost.since, lost.kept_in) == (f"the last commit ({commit})",
+                                          f"git: `git -C {store.resolve()} show {commit}:archive/LEDGER.md`")
 
 
 def test_growth_since_the_last_commit_is_accepted_wherever_it_is_sorted_in(tmp_path: Path, git: GitCli) -> None:
