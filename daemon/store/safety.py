@@ -55,7 +55,7 @@ def _links_under(root: Path, top: str, files_too: bool, found: list[StoreLink]) 
         try:
             with os.scandir(root / relative) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:  # gone meanwhile, or unreadable: no pass can write through it either
             continue
         below: list[str] = []
         for entry in entries:

@@ -179,10 +179,12 @@ def test_a_link_whose_target_cannot_be_read_is_still_refused_and_says_why(
     assert [str(link) for link in store_links(store)] == ["inbox -> (unreadable: Permission denied)"]
 
 
-def test_a_folder_that_vanishes_mid_check_does_not_end_the_check(
-        layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    # A folder removed between being listed and being read (an agent tidying up) is skipped;
-    # the folders after it are still looked at.
+@pytest.mark.parametrize("error", [FileNotFoundError(errno.ENOENT, "No such file or directory"),
+                                   PermissionError(errno.EACCES, "Permission denied")])
+def test_a_folder_that_vanishes_or_cannot_be_read_mid_check_does_not_end_the_check(
+        layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, error: OSError) -> None:
+    # A folder removed between being listed and being read (an agent tidying up), or one this
+    # user cannot read, is skipped; the folders after it are still looked at.
     store, canary = layout
     (store / "archive/aaa").mkdir()
     (store / "archive/zzz").mkdir()
@@ -191,7 +193,7 @@ def test_a_folder_that_vanishes_mid_check_does_not_end_the_check(
 
     def vanishing(path: Any) -> Any:  # os.scandir for everyone meanwhile: pytest lists by descriptor too
         if isinstance(path, (str, Path)) and Path(path).name == "aaa":
-            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
+            raise error
         return real_scandir(path)
 
     monkeypatch.setattr(safety.os, "scandir", vanishing)
