@@ -11,7 +11,7 @@ import pygit2
 from pygit2.enums import FileStatus
 
 from ..store.paths import SPINE, sync_class
-from .commit import CommitResult, commit_paths, message, read_committable, repair_pending_index
+from .commit import Committable, CommitResult, commit_paths, message, read_committable, repair_pending_index
 from .errors import CommitRefused
 from .repo import MANAGED_FILES, StoreRepo, require_quiet
 from .trees import head_commit, tree_entry
@@ -82,7 +82,7 @@ def commit_agent_changes(store: StoreRepo, signature: pygit2.Signature, pass_id:
     result = CommitResult(None, operation, pass_id)
     result.notes += [f"{p}: staged by you; left for your own commit" for p in changes.staged]
     paths: list[str] = []
-    read: dict[str, bytes | None] = {}
+    read: dict[str, Committable | None] = {}
     for path in changes.paths:
         try:
             read[path] = read_committable(store.root, path)  # read once: checked and committed

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 import pygit2
 from pygit2.enums import FileMode
@@ -25,13 +26,13 @@ from ..store.merge import has_conflict_markers
 from ..store.paths import sync_class
 from .errors import CommitRefused, GitBusy
 from .gitcli import git_executable
+from .index_entry import committed_entry, same_file
 from .maintenance import refresh_index
 from .repo import MANAGED_FILES, StoreRepo, require_quiet, write_state_file
 from .trees import Entry, head_commit, tree_entry, tree_with
 
 TRAILER_PATH_LIMIT = 200  # beyond this, the count says how many (the diff has them all)
 PENDING_INDEX = "pending-index.json"
-STAT_ADD_LIMIT = 256 * 1024  # bytes; above it the index gets the blob id without stat data
 BULK_PATHS = 200  # a commit of more paths leaves the index's stat data to `git update-index --refresh`
 
 
@@ -83,7 +84,15 @@ def message(subject: str, body: Iterable[str], operation: str, pass_id: str, pat
 
 # -- what may be committed ----------------------------------------------------------------------
 
-def read_committable(root: Path, path: str) -> bytes | None:
+class Committable(NamedTuple):
+    """A file's bytes as read for a commit, and the stat they were read under (None when the
+    file changed during the read): the index records it if the file is still so afterwards."""
+
+    data: bytes
+    info: os.stat_result | None
+
+
+def read_committable(root: Path, path: str) -> Committable | None:
     """The bytes to commit for ``path`` (None: it was removed); CommitRefused when it may not be
     committed. One read, so the bytes checked are the bytes committed."""
     if path not in MANAGED_FILES and sync_class(path) != "shared":
@@ -101,6 +110,7 @@ def read_committable(root: Path, path: str) -> bytes | None:
     try:
         with open(full, "rb") as handle:
             data = handle.read()
+            read_under = info if same_file(info, os.fstat(handle.fileno())) else None
     except FileNotFoundError:
         return None
     except OSError as error:
@@ -108,7 +118,7 @@ def read_committable(root: Path, path: str) -> bytes | None:
     if has_conflict_markers(data):
         raise CommitRefused(f"{root}: {path} holds git conflict markers; resolve them by hand, then distilld "
                             "commits it")
-    return data
+    return Committable(data, read_under)
 
 
 # -- the real index -----------------------------------------------------------------------------
@@ -144,19 +154,21 @@ def _write_pending(store: StoreRepo, commit: pygit2.Oid, parent: pygit2.Oid | No
     write_state_file(_pending_path(store), json.dumps(payload, indent=1).encode())
 
 
-def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_tree: pygit2.Tree | None) -> None:
+def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_tree: pygit2.Tree | None,
+                    read_under: dict[str, os.stat_result] | None = None) -> None:
     """Bring the real index up to date for exactly ``entries``, where the user has not staged
-    something else meanwhile. For a small file ``add(path)`` also records its stat data (so git
-    does not rehash it); when the file changed since we read it, or is large (adding it would
-    compress it a second time), the committed blob is recorded without stat data: git then
-    compares content, and newer bytes show as an unstaged change, never as a staged one."""
+    something else meanwhile. Each committed path's entry carries the file's stat data when the
+    file still holds the committed bytes (index_entry.py), so git does not hash it again; a file
+    changed since we read it gets the entry without stat data: git then compares content, and
+    the newer bytes show as an unstaged change, never as a staged one."""
     index = store.repo.index
     index.read(False)
-    # ``add(path)`` writes the blob a second time to get the stat data; for a commit of many paths
-    # (the first commit of a store) git's own refresh records it without writing anything.
+    # For a commit of many paths (the first commit of a store) git's own refresh records the
+    # stat data of them all in one run, instead of hashing each file here.
     bulk = len(entries) > BULK_PATHS and git_executable() is not None
     # One pass over the index instead of a lookup (and a KeyError) per path and question.
     indexed: dict[str, Entry] = {e.path: (e.id, int(e.mode)) for e in index} if bulk else {}
+    root = str(store.root)
     for path, entry in entries.items():
         before = indexed.get(path) if bulk else index_entry(index, path)
         if before != tree_entry(parent_tree, path):
@@ -166,14 +178,11 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
                 index.remove(path)
             continue
         oid, mode = entry
-        try:
-            if not bulk and (store.root / path).stat().st_size <= STAT_ADD_LIMIT:
-                index.add(path)
-                before = index_entry(index, path)
-        except (pygit2.GitError, OSError):
-            pass
-        if before != (oid, mode):
-            index.add(pygit2.IndexEntry(path, oid, FileMode(mode)))
+        if bulk:
+            if before != entry:
+                index.add(pygit2.IndexEntry(path, oid, FileMode(mode)))
+            continue
+        index.add(committed_entry(root, path, oid, mode, (read_under or {}).get(path)))
     index.write()
     if bulk:
         refresh_index(store.root)
@@ -206,9 +215,9 @@ def repair_pending_index(store: StoreRepo) -> None:
 # -- committing -----------------------------------------------------------------------------------
 
 def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: pygit2.Signature,
-                 read: dict[str, bytes | None] | None = None) -> str | None:
+                 read: dict[str, Committable | None] | None = None) -> str | None:
     """Commit the working-tree bytes of ``paths`` on top of HEAD; None when that changes nothing.
-    ``read``: bytes the caller already read (and checked) with ``read_committable``.
+    ``read``: files the caller already read (and checked) with ``read_committable``.
 
     Raises GitBusy when git is busy or the branch moved meanwhile (retry later), and
     CommitRefused when a path may not be committed or the user staged it.
@@ -225,10 +234,13 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
                             "your own commit and records its change once they are committed")
     head = head_commit(repo)
     entries: dict[str, Entry | None] = {}
+    read_under: dict[str, os.stat_result] = {}
     for path in wanted:
-        data = contents[path]
-        if data is not None:
-            oid = repo.create_blob(data)
+        found = contents[path]
+        if found is not None:
+            oid = repo.create_blob(found.data)
+            if found.info is not None:
+                read_under[path] = found.info
             old = tree_entry(head.tree if head else None, path)
             mode = old[1] if old and old[1] in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE) else int(FileMode.BLOB)
             entries[path] = (oid, mode)
@@ -245,7 +257,7 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
         raise GitBusy(f"{root}: the branch moved or is locked while committing ({error}); retrying later") from None
     _write_pending(store, new, head.id if head else None, entries)
     try:
-        _apply_to_index(store, entries, head.tree if head else None)
+        _apply_to_index(store, entries, head.tree if head else None, read_under)
     except (pygit2.GitError, OSError):
         return str(new)  # index.lock appeared: the pending record finishes this next time
     _pending_path(store).unlink(missing_ok=True)

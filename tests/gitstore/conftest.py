@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from gitmachines import GitCli, Origin
+from gitmachines import GitCli, Machine, Origin, lifecycle_store
 from pygit2.enums import ConfigLevel
 
 LEVELS = (ConfigLevel.GLOBAL, ConfigLevel.XDG, ConfigLevel.SYSTEM)
@@ -49,3 +49,12 @@ def git(tmp_path: Path) -> GitCli:
 @pytest.fixture
 def origin(tmp_path: Path) -> Origin:
     return Origin.create(tmp_path / "origin.git")
+
+
+@pytest.fixture
+def machine(tmp_path: Path, origin: Origin) -> Machine:
+    """One machine's store, with git set up (no remote branch yet)."""
+    m = Machine("a", tmp_path / "a", origin)
+    lifecycle_store(m.root)
+    m.init()
+    return m

@@ -14,17 +14,9 @@ from distilld.gitstore.agent_changes import commit_agent_changes
 from distilld.gitstore.commit import Identity, commit_operation, commit_paths, repair_pending_index
 from distilld.gitstore.errors import CommitRefused, GitBusy
 from distilld.gitstore.repo import open_store
-from gitmachines import GitCli, Machine, Origin, lifecycle_store
+from gitmachines import GitCli, Machine
 
 SIG = Identity("Test", "t@localhost").signature(FIXED_NOW)
-
-
-@pytest.fixture
-def machine(tmp_path: Path, origin: Origin) -> Machine:
-    m = Machine("a", tmp_path / "a", origin)
-    lifecycle_store(m.root)
-    m.init()
-    return m
 
 
 def changed_in(repo: pygit2.Repository, commit: str) -> set[str]:
