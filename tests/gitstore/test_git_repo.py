@@ -171,3 +171,21 @@ def test_a_sync_with_commits_turned_off_leaves_the_agents_edits_uncommitted(tmp_
     assert str(repo.head.target) == head_before
     assert "craft/testing.md" in repo.status()
     assert str(pygit2.Repository(str(origin)).head.target) == head_before
+
+
+def test_a_large_folders_tree_is_read_once_and_then_kept_in_libgit2s_cache(tmp_path: Path) -> None:
+    """A commit looks up several paths of a folder's tree; a tree over libgit2's default 4 KiB
+    limit would be read and inflated again for each lookup."""
+    import distilld.gitstore.repo  # noqa: F401  (what sets the limit, on import)
+
+    repo = pygit2.init_repository(str(tmp_path / "r"), bare=True)
+    blob = repo.create_blob(b"x\n")
+    builder = repo.TreeBuilder()
+    for n in range(400):  # about 16 KB of tree
+        builder.insert(f"file-{n:04}.md", blob, pygit2.enums.FileMode.BLOB)
+    tree_id = builder.write()
+    reopened = pygit2.Repository(repo.path)  # a fresh handle: nothing of the tree cached yet
+    before = pygit2.settings.cached_memory[0]
+    tree = reopened[tree_id].peel(pygit2.Tree)
+    assert tree["file-0399.md"].id == blob
+    assert pygit2.settings.cached_memory[0] - before >= 400 * len("file-0000.md")
