@@ -11,6 +11,8 @@ table, since absolute times on a loaded machine mean little on their own.
 from __future__ import annotations
 
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,6 +46,11 @@ class Series:
     @property
     def min_wall(self) -> float:
         return min(s.wall for s in self.samples)
+
+    def wall_quantile(self, q: float) -> float:
+        """The wall time that ``q`` of the runs stayed under (0.99: the p99), nearest rank."""
+        walls = sorted(s.wall for s in self.samples)
+        return walls[min(len(walls) - 1, int(len(walls) * q))]
 
 
 def load_average() -> str:
@@ -82,6 +89,61 @@ def run_call(action: Callable[[], object]) -> Sample:
     return Sample(time.process_time() - cpu, time.perf_counter() - started)
 
 
+def tree_cpu() -> float:
+    """CPU (user+sys) of this process and of the children it has waited for, so far."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class Stopwatch:
+    """CPU and wall time since it was made, for work that is one run, not a benchmark's round
+    (a fuzzing run, an acceptance run): its children's CPU counts once they are waited for."""
+
+    def __init__(self) -> None:
+        self.cpu, self.wall = tree_cpu(), time.perf_counter()
+
+    def sample(self) -> Sample:
+        return Sample(tree_cpu() - self.cpu, time.perf_counter() - self.wall)
+
+
+def read_every_file(root: Path) -> int:
+    """The plain-Python baseline of any pass that reads a store: every file's bytes read once
+    (git's own folder left out), nothing parsed. Returns the bytes read."""
+    total = 0
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as handle:
+                total += len(handle.read())
+    return total
+
+
+def make_store(target: Path, scale: int, stores: Path | None = None, layout: str = "migrated") -> Path:
+    """A benchmark store at ``target``: a copy of ``stores``/x<scale> when given (storegen's
+    output, made once), else generated now. Either way outside any timing."""
+    if stores is not None:
+        shutil.copytree(stores / f"x{scale}", target, symlinks=True)
+    else:
+        from storegen import generate_store  # only the scripts that make stores need it
+        generate_store(target, scale, layout=layout)
+    return target
+
+
+def on_fresh_copy(pristine: Path, scratch: Path, work: Callable[[Path], Sample]) -> Callable[[], Sample]:
+    """A candidate for work that changes a store: each round copies ``pristine`` into
+    ``scratch`` (untimed), lets ``work`` measure itself on the copy, then removes the copy."""
+    rounds = iter(range(1_000_000))
+
+    def candidate() -> Sample:
+        target = scratch / f"{pristine.name}-{next(rounds)}"
+        shutil.copytree(pristine, target, symlinks=True)
+        try:
+            return work(target)
+        finally:
+            shutil.rmtree(target, ignore_errors=True)
+    return candidate
+
+
 def interleaved(candidates: Mapping[str, Callable[[], Sample]], runs: int = MIN_RUNS,
                 warmup: int = 1) -> dict[str, Series]:
     """Each candidate once per round, the order rotated every round; ``warmup`` rounds dropped."""
@@ -106,10 +168,20 @@ def describe(series: Series) -> str:
             f"(min {ms(series.min_wall)}, n={len(series.samples)})")
 
 
+def show(found: Mapping[str, Series], indent: str = "    ") -> None:
+    for series in found.values():
+        print(f"{indent}{describe(series)}", flush=True)
+
+
 def ratio(of: Series, to: Series, *, wall: bool = False) -> float:
     if wall:
         return of.wall / to.wall
     return of.cpu / to.cpu
+
+
+def versus(of: Series, to: Series) -> str:
+    """Both ratios of one comparison, named: CPU is the work done, wall what a user waits."""
+    return f"{of.name} / {to.name}: CPU {ratio(of, to):.2f}x, wall {ratio(of, to, wall=True):.2f}x"
 
 
 def verdict(value: float, target: float) -> str:
