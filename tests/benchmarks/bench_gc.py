@@ -1,50 +1,58 @@
-"""Benchmark the lifecycle pass: planning gc on a large store, and the cost of each move.
+"""Benchmark the lifecycle pass: planning gc on a large store, and applying its moves, each
+against a plain-Python baseline of the same run.
 
 Not a pytest test (nothing here is collected): run it by hand.
 
-    python tests/benchmarks/bench_gc.py                 # plan at 1x/10x/100x, apply 100 moves at 10x
-    python tests/benchmarks/bench_gc.py --plan-scales 1,10 --moves 50
+    python tests/benchmarks/bench_gc.py                 # plan at 1x/10x/100x, apply 100 moves at 1x/10x
+    python tests/benchmarks/bench_gc.py --plan-scales 1,10 --apply-scales 1 --moves 50 --stores DIR
 
-Planning is pure (snapshot in, plan out) and is timed after the snapshot is taken. Applying
-writes for real with fsync: manifest, ledger line, byte-exact move, SPINE edit, done flag and a
-lock heartbeat per move, then one catalog rebuild and the self-check (C1-C3 and C4 against the
-store before the pass). The clock is set past every project's threshold so all of them are stale.
+Every figure is CPU (user+sys) and wall time in-process, the median of ``--rounds`` rounds (at
+least 5) after a warm-up round, interleaved with its baseline; the load average heads each table.
+
+* Plan: ``plan_gc`` on a snapshot taken beforehand (planning is pure: snapshot in, plan out), and
+  ``take_snapshot`` itself, against the baseline reading every file of the store.
+* Apply: ``apply_gc`` of the first ``--moves`` moves (a split family is never cut), each round on
+  a fresh copy of the store (copy, snapshot and plan untimed). It writes for real with fsync:
+  manifest, ledger line, byte-exact move, SPINE edit, done flag and a lock heartbeat per move,
+  then one catalog rebuild and the self-check (C1-C3 and C4 against the store before the pass).
+  The baseline does the same moves in plain Python: each file written to its archive path and
+  fsync'd, the original removed, a ledger line appended and the SPINE rewritten without the
+  file's line, both fsync'd; then every file read once (the least a closing check must do).
+
+The clock is set past every project's threshold so all of them are stale.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import os
 import sys
 import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchutil import MIN_RUNS, Sample, header, run_call  # noqa: E402
-from storegen import generate_store  # noqa: E402
+from benchutil import (MIN_RUNS, Sample, Series, header, interleaved, make_store, ms, on_fresh_copy,  # noqa: E402
+                       read_every_file, row, run_call, show, versus)
 
 from distilld.engine.context import PassContext  # noqa: E402
-from distilld.engine.passes.gc.apply import apply_gc  # noqa: E402
-from distilld.engine.passes.gc.plan import plan_gc  # noqa: E402
 from distilld.engine.lock import StoreLock  # noqa: E402
+from distilld.engine.passes.gc import apply as gc_engine  # noqa: E402
+from distilld.engine.passes.gc.apply import apply_gc  # noqa: E402
 from distilld.engine.passes.gc.model import GcPlan  # noqa: E402
+from distilld.engine.passes.gc.plan import plan_gc  # noqa: E402
 from distilld.policy import load_policy  # noqa: E402
-from distilld.store.snapshot import take_snapshot  # noqa: E402
+from distilld.store.snapshot import Snapshot, take_snapshot  # noqa: E402
 
 LIMITS = load_policy().limits
 LATER = datetime(2028, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+PLAN_TARGET_S = 2.0  # at 100x
 
 
-def plan_at(root: Path) -> tuple[Sample, Sample, GcPlan]:
-    found: list[Any] = []
-    read = run_call(lambda: found.append(take_snapshot(root)))
-    planned = run_call(lambda: found.append(plan_gc(found[0], LATER.date(), "2028-01-01T12:00:00Z",
-                                                    LIMITS)))
-    return read, planned, found[1]
+def plan_of(snapshot: Snapshot) -> GcPlan:
+    return plan_gc(snapshot, LATER.date(), "2028-01-01T12:00:00Z", LIMITS)
 
 
 def first_moves(plan: GcPlan, count: int) -> GcPlan:
@@ -54,67 +62,107 @@ def first_moves(plan: GcPlan, count: int) -> GcPlan:
         if len(chosen) >= count and (not move.family or move.family[0] == move.source):
             break
         chosen.append(move)
-    trimmed = GcPlan(now=plan.now, moves=chosen)
-    return trimmed
+    return GcPlan(now=plan.now, moves=chosen)
 
 
-def bench_plan(scales: list[int]) -> None:
-    header("plan_gc (snapshot read separately; wall, CPU in brackets)", MIN_RUNS)
-    print(f"{'scale':>6} {'tier files':>10} {'read':>9} {'plan':>9} {'(plan CPU)':>10} {'moves':>6} {'skipped':>8}  target")
-    for scale in scales:
-        with tempfile.TemporaryDirectory() as scratch:
-            root = Path(scratch) / "store"
-            generate_store(root, scale=scale, layout="migrated")
-            plan_at(root)  # warm-up
-            runs = [plan_at(root) for _ in range(MIN_RUNS)]
-            read = statistics.median(r[0].wall for r in runs)
-            planned = statistics.median(r[1].wall for r in runs)
-            planned_cpu = statistics.median(r[1].cpu for r in runs)
-            plan = runs[0][2]
-            files = len(take_snapshot(root).tier_paths)
-            verdict = f"< 2 s: {'ok' if planned < 2 else 'MISSED'}" if scale == 100 else ""
-            print(f"{scale:>5}x {files:>10} {read * 1000:>7.0f}ms {planned * 1000:>7.0f}ms {planned_cpu * 1000:>8.0f}ms "
-                  f"{len(plan.moves):>6} {len(plan.skipped):>8}  {verdict}")
+def bench_plan(scale: int, scratch: Path, stores: Path | None, rounds: int) -> None:
+    root = make_store(scratch / f"x{scale}", scale, stores)
+    snapshot = take_snapshot(root)
+    found = interleaved({"plan_gc": lambda: run_call(lambda: plan_of(snapshot)),
+                         "take_snapshot": lambda: run_call(lambda: take_snapshot(root)),
+                         "read every file": lambda: run_call(lambda: read_every_file(root))}, rounds)
+    plan = plan_of(snapshot)
+    print(f"\n  x{scale} ({len(snapshot.tier_paths)} tier files; {len(plan.moves)} moves, "
+          f"{len(plan.skipped)} skipped):")
+    show(found)
+    print(f"    {versus(found['plan_gc'], found['read every file'])}")
+    print(f"    {versus(found['take_snapshot'], found['read every file'])}")
+    if scale == 100:
+        planned = found["plan_gc"]
+        row("plan_gc at x100 (wall)", ms(planned.wall), f"< {PLAN_TARGET_S:.0f} s", planned.wall < PLAN_TARGET_S)
 
 
-def bench_apply(scale: int, moves: int) -> None:
-    from distilld.engine.passes.gc import apply as gc_engine
+class Closing:
+    """Times the once-per-pass closing (catalog rebuild and self-check) inside apply_gc."""
 
-    with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch) / "store"
-        generate_store(root, scale=scale, layout="migrated")
-        before = take_snapshot(root)
-        plan = first_moves(plan_gc(before, LATER.date(), "2028-01-01T12:00:00Z", LIMITS), moves)
-        lock = StoreLock(root, "distilld.bench")
-        lock.acquire()
-        ctx = PassContext(root, lock, lambda: LATER, LIMITS)
-        ctx.take_baseline()
-        closing_time: list[float] = []
-        closing = gc_engine._finish
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self.original = gc_engine._finish
 
-        def timed_finish(*args):  # type: ignore[no-untyped-def]
+    def __enter__(self) -> "Closing":
+        def timed(*args):  # type: ignore[no-untyped-def]
             started = time.perf_counter()
             try:
-                return closing(*args)
+                return self.original(*args)
             finally:
-                closing_time.append(time.perf_counter() - started)
+                self.seconds.append(time.perf_counter() - started)
+        gc_engine._finish = timed  # type: ignore[assignment]
+        return self
 
-        gc_engine._finish = timed_finish  # type: ignore[assignment]
-        try:
-            started = time.perf_counter()
-            outcome = apply_gc(ctx, plan, before)
-            total = time.perf_counter() - started
-        finally:
-            gc_engine._finish = closing  # type: ignore[assignment]
-            lock.release()
-        count = max(1, len(outcome.moved))
-        moving = total - sum(closing_time)
-        spine_kb = before.spine.size / 1024 if before.spine else 0
-        print(f"\napply_gc at {scale}x ({len(before.tier_paths)} tier files, SPINE {spine_kb:.0f} KB): "
-              f"{len(outcome.moved)} moves in {total:.2f} s; new self-check failures: {len(outcome.self_check)}")
-        print(f"  per move (manifest flag, ledger line, fsync'd rename, SPINE rewrite, heartbeat): "
-              f"{moving / count * 1000:.1f} ms")
-        print(f"  once per pass (catalog rebuild, self-check C1-C4): {sum(closing_time):.2f} s")
+    def __exit__(self, *_: object) -> None:
+        gc_engine._finish = self.original  # type: ignore[assignment]
+
+
+def distilld_apply(root: Path, moves: int, counts: list[int]) -> Sample:
+    before = take_snapshot(root)
+    plan = first_moves(plan_of(before), moves)
+    lock = StoreLock(root, "distilld.bench")
+    lock.acquire()
+    try:
+        ctx = PassContext(root, lock, lambda: LATER, LIMITS)
+        ctx.take_baseline()
+        done: list[int] = []
+        sample = run_call(lambda: done.append(len(apply_gc(ctx, plan, before).moved)))
+    finally:
+        lock.release()
+    counts.append(done[0])
+    return sample
+
+
+def synced_write(path: Path, data: bytes, append: bool = False) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+    fd = os.open(path, flags, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def plain_moves(root: Path, moves: int) -> Sample:
+    """The baseline: the same moves' writes in plain Python, then every file read once."""
+    plan = first_moves(plan_of(take_snapshot(root)), moves)
+
+    def work() -> None:
+        spine = (root / "SPINE.md").read_bytes()
+        for move in plan.moves:
+            target = root / move.target
+            target.parent.mkdir(parents=True, exist_ok=True)
+            synced_write(target, (root / move.source).read_bytes())
+            os.unlink(root / move.source)
+            synced_write(root / "archive" / "LEDGER.md", f"- {move.source} -> {move.target}\n".encode(), append=True)
+            spine = b"".join(line for line in spine.splitlines(keepends=True) if f"]({move.source})".encode() not in line)
+            synced_write(root / "SPINE.md", spine)
+        read_every_file(root)
+    return run_call(work)
+
+
+def bench_apply(scale: int, scratch: Path, stores: Path | None, moves: int, rounds: int) -> None:
+    pristine = make_store(scratch / f"apply-x{scale}", scale, stores)
+    counts: list[int] = []
+    with Closing() as closing:
+        found = interleaved({
+            "apply_gc": on_fresh_copy(pristine, scratch, lambda root: distilld_apply(root, moves, counts)),
+            "the same moves in plain Python": on_fresh_copy(pristine, scratch, lambda root: plain_moves(root, moves)),
+        }, rounds)
+    applied, closing_s = found["apply_gc"], Series("closing", [Sample(0.0, s) for s in closing.seconds[1:]])
+    count = max(1, counts[-1])
+    print(f"\n  apply_gc at x{scale}: {counts[-1]} moves a round")
+    show(found)
+    print(f"    {versus(applied, found['the same moves in plain Python'])}")
+    print(f"    per move (manifest flag, ledger line, fsync'd rename, SPINE rewrite, heartbeat), wall: "
+          f"{ms((applied.wall - closing_s.wall) / count)}; once per pass (catalog rebuild, self-check C1-C4), "
+          f"wall: {ms(closing_s.wall)}", flush=True)
 
 
 def main() -> None:
@@ -122,10 +170,17 @@ def main() -> None:
     parser.add_argument("--plan-scales", default="1,10,100")
     parser.add_argument("--apply-scales", default="1,10")
     parser.add_argument("--moves", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=MIN_RUNS, help="rounds (at least 5) after a warm-up")
+    parser.add_argument("--stores", type=Path, help="a folder holding x<scale> stores to copy instead of generating")
     args = parser.parse_args()
-    bench_plan([int(s) for s in args.plan_scales.split(",") if s])
-    for scale in [int(s) for s in args.apply_scales.split(",") if s]:
-        bench_apply(scale, args.moves)
+    with tempfile.TemporaryDirectory(prefix="distilld-bench-gc-") as temp:
+        scratch = Path(temp)
+        header("plan_gc and take_snapshot against reading every file (in-process)", args.rounds)
+        for scale in (int(s) for s in args.plan_scales.split(",") if s):
+            bench_plan(scale, scratch, args.stores, args.rounds)
+        header("apply_gc against the same moves in plain Python (in-process, a fresh copy a round)", args.rounds)
+        for scale in (int(s) for s in args.apply_scales.split(",") if s):
+            bench_apply(scale, scratch, args.stores, args.moves, args.rounds)
 
 
 if __name__ == "__main__":

@@ -1,62 +1,56 @@
 """What the checks before every write pass cost (engine/guard.py: the link scan, the ledger
-comparison and the temp-file sweep), against reading the store's snapshot, which every pass
-does anyway. Both are measured in the same run, interleaved, after a warm-up.
+comparison and the temp-file sweep), against reading the store's files, in the same run.
+
+Not a pytest test (nothing here is collected): run it by hand.
 
     python tests/benchmarks/bench_guard.py --scales 1,100 --repeat 5
+    python tests/benchmarks/bench_guard.py --scales 10 --stores DIR    # copies DIR/x10
 
-Prints wall and CPU (user+sys) medians in milliseconds and the ratio guard / snapshot.
+In-process, interleaved round by round after a warm-up round: ``check_before_writing`` (the
+guard), ``take_snapshot`` (the read every pass does anyway) and the baseline, plain Python
+reading every file's bytes. Prints the CPU (user+sys) and wall medians of ``--repeat`` rounds (at
+least 5), the load average, and guard / reading and guard / snapshot.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from distilld.engine.guard import check_before_writing, remember_ledger
-from distilld.store.snapshot import take_snapshot
-from storegen import generate_store
+from benchutil import header, interleaved, make_store, read_every_file, run_call, show, versus  # noqa: E402
+
+from distilld.engine.guard import check_before_writing, remember_ledger  # noqa: E402
+from distilld.store.snapshot import take_snapshot  # noqa: E402
 
 
-def timed(work: Callable[[], object]) -> tuple[float, float]:
-    cpu, wall = os.times(), time.perf_counter()
-    work()
-    after = os.times()
-    return (time.perf_counter() - wall) * 1000, (after.user + after.system - cpu.user - cpu.system) * 1000
+def measure(root: Path, repeat: int) -> None:
+    remember_ledger(root)  # the ledger as the last pass left it: the comparison finds no change
+    found = interleaved({"guard": lambda: run_call(lambda: check_before_writing(root)),
+                         "snapshot": lambda: run_call(lambda: take_snapshot(root)),
+                         "read every file": lambda: run_call(lambda: read_every_file(root))}, repeat)
+    files = sum(len(names) for _, _, names in os.walk(root))
+    print(f"\n  {root.name} ({files} files):")
+    show(found)
+    print(f"    {versus(found['guard'], found['read every file'])}")
+    print(f"    {versus(found['guard'], found['snapshot'])}", flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scales", default="1,100")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5, help="rounds (at least 5) after a warm-up")
+    parser.add_argument("--stores", type=Path, help="a folder holding x<scale> stores to copy instead of generating")
     args = parser.parse_args()
+    header("the guard before every write pass, against reading the files (in-process)", args.repeat)
     with tempfile.TemporaryDirectory(prefix="distilld-bench-guard-") as scratch:
         os.environ["DISTILLD_STATE_DIR"] = str(Path(scratch) / "state")
         for scale in (int(s) for s in args.scales.split(",")):
-            root = Path(scratch) / f"store-{scale}"
-            generate_store(root, scale=scale, layout="migrated")
-            remember_ledger(root)
-            runs: dict[str, list[tuple[float, float]]] = {"guard": [], "snapshot": []}
-            for turn in range(args.repeat + 1):
-                guard = timed(lambda root=root: check_before_writing(root))
-                snapshot = timed(lambda root=root: take_snapshot(root))
-                if turn:  # the first turn warms the caches
-                    runs["guard"].append(guard)
-                    runs["snapshot"].append(snapshot)
-            medians = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-                       for k, v in runs.items()}
-            files = sum(len(f) for _, _, f in os.walk(root))
-            print(f"scale {scale} ({files} files): guard {medians['guard'][0]:.1f} ms wall / "
-                  f"{medians['guard'][1]:.1f} ms CPU; snapshot {medians['snapshot'][0]:.1f} ms wall / "
-                  f"{medians['snapshot'][1]:.1f} ms CPU; guard/snapshot {medians['guard'][0] / medians['snapshot'][0]:.2f} "
-                  "(wall)")
+            measure(make_store(Path(scratch) / f"x{scale}", scale, args.stores), args.repeat)
     return 0
 
 
