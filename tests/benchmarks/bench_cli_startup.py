@@ -1,71 +1,83 @@
-"""How long `distilld --help` and `distilld check STORE` take to start, as CPU (user+sys of the
-child) and wall time: medians of --repeat runs after one warm-up, interleaved with a baseline
-when --baseline DIR names a folder holding an older `distilld` package (e.g. a symlink to another
-checkout's daemon/). Also lists the heavy libraries each command imports.
+"""Start-up of `distilld --help` and of a real `distilld check STORE` on a fresh (tiny) store,
+against a bare Python in the same run, and optionally against another checkout of distilld.
 
-    python tests/benchmarks/bench_cli_startup.py --repeat 15 [--baseline /tmp/base-pkg]
+Not a pytest test (nothing here is collected): run it by hand.
+
+    python tests/benchmarks/bench_cli_startup.py --repeat 11
+    python tests/benchmarks/bench_cli_startup.py --against /tmp/base-pkg   # a folder holding an older `distilld`
+
+bench_startup.py measures the same `--help` start-up against the same baseline; this script keeps
+what that one does not: the A/B of two trees (``--against DIR`` is put first on PYTHONPATH, e.g. a
+folder with a symlink `distilld` to another checkout's daemon/), a whole `check` of a store made by
+`distilld new`, and the heavy libraries each command imports.
+
+Child processes, one of each per round, interleaved (the order rotated each round) after a
+warm-up round; medians of ``--repeat`` rounds (at least 5) of CPU (user+sys, from wait4) and wall
+time; the load average; each command's ratio to ``python -c pass`` and, with ``--against``, this
+tree / the other. The heavy imports come from one more run under ``-X importtime``, untimed (the
+option slows start-up down).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchutil import Sample, header, interleaved, run_child, show, versus  # noqa: E402
+
+PY = sys.executable
 HEAVY = ("pydantic_settings", "pydantic", "pygit2", "watchdog", "apscheduler", "structlog")
+BARE = "bare python"
 
 
-def one_run(argv: list[str], pythonpath: str | None) -> tuple[float, float, set[str]]:
+def env_for(tree: str | None) -> dict[str, str]:
     env = dict(os.environ)
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "distilld", *argv], env=env,
+    if tree:
+        env["PYTHONPATH"] = tree
+    return env
+
+
+def heavy_imports(argv: list[str], tree: str | None) -> str:
+    done = subprocess.run([PY, "-X", "importtime", "-m", "distilld", *argv], env=env_for(tree),
                           capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     modules = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines()
                if line.startswith("import time:")}
-    return cpu, wall, modules & set(HEAVY)
+    return ", ".join(sorted(modules & set(HEAVY))) or "none"
+
+
+def command(argv: list[str], tree: str | None) -> Sample:
+    return run_child([PY, "-m", "distilld", *argv], env=env_for(tree), ok_codes=(0, 1))  # check may FAIL
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=11)
-    parser.add_argument("--baseline", help="a folder holding another `distilld` package (PYTHONPATH)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=11, help="rounds (at least 5) after a warm-up")
+    parser.add_argument("--against", help="a folder holding another `distilld` package (put on PYTHONPATH)")
     args = parser.parse_args()
-    store = Path(tempfile.mkdtemp()) / "store"
-    subprocess.run([sys.executable, "-m", "distilld", "new", str(store)], check=True, capture_output=True)
-    commands = {"--help": ["--help"], "check": ["check", str(store)]}
-    trees = {"this tree": None, **({"baseline": args.baseline} if args.baseline else {})}
-    results: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    heavy: dict[tuple[str, str], set[str]] = {}
-    for name, argv in commands.items():
-        for tree, path in trees.items():
-            one_run(argv, path)  # warm-up
-        for _ in range(args.repeat):
-            for tree, path in trees.items():  # interleaved
-                cpu, wall, loaded = one_run(argv, path)
-                results.setdefault((name, tree), []).append((cpu, wall))
-                heavy[(name, tree)] = loaded
-    for (name, tree), runs in results.items():
-        cpu = statistics.median(r[0] for r in runs)
-        wall = statistics.median(r[1] for r in runs)
-        print(f"{name:<7} {tree:<10} cpu {cpu * 1000:6.0f} ms  wall {wall * 1000:6.0f} ms  "
-              f"heavy: {', '.join(sorted(heavy[(name, tree)])) or 'none'}")
-    if args.baseline:
-        for name in commands:
-            ratio = (statistics.median(r[0] for r in results[(name, "this tree")])
-                     / statistics.median(r[0] for r in results[(name, "baseline")]))
-            print(f"{name}: cpu ratio this tree / baseline = {ratio:.2f}")
+    with tempfile.TemporaryDirectory(prefix="bench-cli-startup-") as scratch:
+        store = Path(scratch) / "store"
+        subprocess.run([PY, "-m", "distilld", "new", str(store)], check=True, capture_output=True)
+        commands = {"--help": ["--help"], "check": ["check", str(store)]}
+        trees = {"this tree": None, **({"other tree": args.against} if args.against else {})}
+        candidates = {BARE: lambda: run_child([PY, "-c", "pass"])}
+        for name, argv in commands.items():
+            for tree, path in trees.items():
+                candidates[f"{name}, {tree}"] = lambda argv=argv, path=path: command(argv, path)
+        header("distilld start-up against a bare Python (child processes)", args.repeat)
+        found = interleaved(candidates, args.repeat)
+        show(found)
+        for name, argv in commands.items():
+            for tree, path in trees.items():
+                ours = found[f"{name}, {tree}"]
+                print(f"    {versus(ours, found[BARE])}; heavy imports: {heavy_imports(argv, path)}")
+            if args.against:
+                print(f"    {versus(found[f'{name}, this tree'], found[f'{name}, other tree'])}")
 
 
 if __name__ == "__main__":
