@@ -1,5 +1,8 @@
 """Randomised crash-and-recover runs of gc apply, gc revert and restore, with real SIGKILLs.
 
+Not a speed benchmark: it measures crash safety (does every interrupted pass recover to a whole
+store?), and has no baseline. The times it prints (CPU, this process and its children, and wall,
+per run and in all, with the load average) only say how long the fuzzing took.
 Not a pytest test (nothing here is collected): run it by hand.
 
     python tests/benchmarks/bench_crash_random.py                 # 200 runs, random base seed
@@ -34,7 +37,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
@@ -46,7 +48,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "engine")]
 
 import distilld.engine.passes.gc.apply as engine_gc
 import distilld.engine.passes.restore.apply as engine_restore
-from benchutil import load_average
+from benchutil import Stopwatch, load_average
 from builders import EM, KESTREL_ENTRY, healthy_store
 from distilld.engine.passes.gc.manifest import all_manifests
 from distilld.engine.passes.restore.plan import plan_restore
@@ -356,6 +358,11 @@ def verify(root: Path, before: Path, operation: str, restamped: frozenset[str], 
 
 # -- driver --------------------------------------------------------------------------------------
 
+def took(clock: Stopwatch) -> str:
+    spent = clock.sample()
+    return f"{spent.wall:5.2f}s wall {spent.cpu:5.2f}s CPU"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
@@ -370,24 +377,25 @@ def main() -> int:
     base = options.seed if options.seed is not None else random.SystemRandom().randrange(1_000_000)
     seeds = [options.only] if options.only is not None else [base + i for i in range(options.runs)]
     if options.only is None:
-        print(f"base seed {base} ({len(seeds)} runs); {load_average()}", flush=True)
+        print(f"base seed {base} ({len(seeds)} runs)", flush=True)
+    print(load_average(), flush=True)
     failures: list[tuple[int, str, str]] = []
     kinds: Counter[str] = Counter()
-    started = time.monotonic()
+    whole = Stopwatch()
     for index, seed in enumerate(seeds):
         work = Path(tempfile.mkdtemp(prefix=f"crash-{seed}-", dir=options.dir))
-        t0 = time.monotonic()
+        clock = Stopwatch()
         trace = Trace()
         try:
             one_run(seed, work, options.cross, trace)
             desc = trace.text
             kinds[desc.split("(")[0].split("+")[0].split(" ")[0]] += 1
-            print(f"[{index + 1:4}] seed {seed:8}  ok    {time.monotonic() - t0:5.2f}s  {desc}", flush=True)
+            print(f"[{index + 1:4}] seed {seed:8}  ok    {took(clock)}  {desc}", flush=True)
         except Exception as error:
             detail = str(error) if isinstance(error, Failure) else traceback.format_exc()
             desc = trace.text
             failures.append((seed, desc, detail))
-            print(f"[{index + 1:4}] seed {seed:8}  FAIL  {time.monotonic() - t0:5.2f}s  {desc}\n"
+            print(f"[{index + 1:4}] seed {seed:8}  FAIL  {took(clock)}  {desc}\n"
                   + "".join(f"        {line}\n" for line in detail.splitlines()), flush=True)
             if options.keep:
                 options.keep.mkdir(parents=True, exist_ok=True)
@@ -395,8 +403,9 @@ def main() -> int:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
-    elapsed = time.monotonic() - started
-    print(f"\n{len(seeds)} runs in {elapsed:.1f}s ({elapsed / max(1, len(seeds)):.2f}s each); "
+    spent = whole.sample()
+    print(f"\n{len(seeds)} runs in {spent.wall:.1f}s wall, {spent.cpu:.1f}s CPU "
+          f"({spent.wall / max(1, len(seeds)):.2f}s wall each; {load_average()}); "
           f"passed by operation: {dict(sorted(kinds.items()))}; failures: {len(failures)}")
     for seed, desc, detail in failures:
         first = detail.splitlines()[0] if detail else ""

@@ -21,7 +21,8 @@ done, then:
   a cold pass in this process: ``run_follow`` without the daemon's kept snapshot (every file read
   and checked again), plus the same commit. Medians, the worst, and the ratio are reported.
 
-``--stores DIR`` copies DIR/x<scale> (a store storegen.py wrote) instead of generating it.
+Every figure is CPU (user+sys) and wall time; the load average heads the run and closes each
+scale's lines. ``--stores DIR`` copies DIR/x<scale> (a store storegen.py wrote) instead of generating it.
 
 Everything lives in a temporary directory; nothing touches your home, config or real store.
 """
@@ -43,8 +44,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchutil import MIN_RUNS, Sample, Series, describe, header, ms, row, run_call  # noqa: E402
-from storegen import generate_store  # noqa: E402
+from benchutil import (MIN_RUNS, Sample, Series, describe, header, load_average, make_store, ms, ratio,  # noqa: E402
+                       row, run_call, versus)
 
 from distilld.actions.follow import run_follow  # noqa: E402
 from distilld.gitstore.agent_changes import commit_agent_changes  # noqa: E402
@@ -89,10 +90,7 @@ class Run:
         self.env.update(DISTILLD_CONFIG_DIR=str(base / "config"), DISTILLD_STATE_DIR=str(self.state),
                         DISTILLD_RUNTIME_DIR=str(self.runtime), HOME=str(base / "home"))
         started = time.perf_counter()
-        if stores is not None:
-            shutil.copytree(stores / f"x{scale}", self.store, symlinks=True)
-        else:
-            generate_store(self.store, scale, layout="migrated")
+        make_store(self.store, scale, stores)
         run_init(self.store, load_policy(), lambda: datetime.now(timezone.utc))
         gc_pid = self.store / ".git" / "gc.pid"  # init packs in the background: not under the measurements
         while gc_pid.exists():
@@ -243,16 +241,17 @@ def main() -> None:
             files = sum(1 for _ in run.store.rglob("*.md")) if run.store.exists() else 0
             hourly = idle["cpu_per_hour"] + 2 * rescan  # two rescans an hour by default
             print(f"\n  {scale}x store ({files} Markdown files; made and committed in {run.setup_seconds:.1f} s; "
-                  f"daemon settled in {startup:.1f} s)")
+                  f"daemon settled in {startup:.1f} s); measured until {load_average()}")
             print(f"    idle over {idle['seconds']:.0f} s: RSS {idle['rss_mb']:.1f} MB; CPU {idle['cpu_seconds']:.3f} s "
                   f"= {idle['cpu_per_hour']:.2f} s/hour; one full rescan {rescan:.2f} s CPU; "
                   f"estimated with the default two rescans an hour: {hourly:.2f} s/hour")
             print(f"    {describe(daemon)}; worst {ms(max(s.wall for s in daemon.samples))}")
             print(f"    {describe(cold)}")
+            print(f"    {versus(daemon, cold)}")
             target = 0.15 if scale <= 10 else 0.5
             row(f"daemon: end of quiet period -> commit (x{scale})",
                 f"{daemon.wall * 1000:.0f} ms wall, {daemon.cpu * 1000:.0f} ms CPU "
-                f"({daemon.wall / cold.wall:.2f}x a cold pass)", f"<= {target} s", daemon.wall <= target)
+                f"({ratio(daemon, cold, wall=True):.2f}x a cold pass)", f"<= {target} s", daemon.wall <= target)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """Findability of the SPINE before and after distilld shortens it: recall@1 and recall@3.
 
+Not a speed benchmark: it measures retrieval quality (can a reader still find each file from
+the SPINE?) and prints no times; its baseline is the naive cut below, not a faster tool.
 Not a pytest test: run it by hand (it needs the `bench` extra: `pip install -e '.[bench]'`).
 
     python tests/benchmarks/bench_retrieval.py                  # 5 adversarial stores + storegen 1x
