@@ -141,7 +141,8 @@ def plain_moves(root: Path, moves: int) -> Sample:
             synced_write(target, (root / move.source).read_bytes())
             os.unlink(root / move.source)
             synced_write(root / "archive" / "LEDGER.md", f"- {move.source} -> {move.target}\n".encode(), append=True)
-            spine = b"".join(line for line in spine.splitlines(keepends=True) if f"]({move.source})".encode() not in line)
+            pointer = f"]({move.source})".encode()
+            spine = b"".join(line for line in spine.splitlines(keepends=True) if pointer not in line)
             synced_write(root / "SPINE.md", spine)
         read_every_file(root)
     return run_call(work)
@@ -175,6 +176,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="distilld-bench-gc-") as temp:
         scratch = Path(temp)
+        os.environ["DISTILLD_STATE_DIR"] = str(scratch / "state")  # no log lines in the user's own
         header("plan_gc and take_snapshot against reading every file (in-process)", args.rounds)
         for scale in (int(s) for s in args.plan_scales.split(",") if s):
             bench_plan(scale, scratch, args.stores, args.rounds)

@@ -109,8 +109,8 @@ def describe_once(pristine: Path, scratch: Path, policy: Policy) -> bool:
           f"{len(plan.evidence)} ({sum(n for _, n in plan.evidence)} lines)")
     clock = Stopwatch()
     now = take_snapshot(root)
-    failing = [f for f in check_store(now, policy.limits) + check_c4(take_snapshot(migration_dirs(root)[-1].backup), now)
-               if f.severity == "fail"]
+    backup = take_snapshot(migration_dirs(root)[-1].backup)
+    failing = [f for f in check_store(now, policy.limits) + check_c4(backup, now) if f.severity == "fail"]
     spent = clock.sample()
     print(f"    independent re-check C1-C4: {'PASS' if not failing else failing[:3]} "
           f"(one run: CPU {ms(spent.cpu)}, wall {ms(spent.wall)})")
@@ -144,8 +144,8 @@ def bench(scale: int, scratch: Path, policy: Policy, rounds: int) -> None:
     print(f"    {versus(found['migrate preview'], found['read every file'])}")
     if migrates:
         print(f"    {versus(found['migrate apply'], found['cp -a of the store'])}")
-        print(f"    end to end (preview + apply), wall: {ms(found['migrate preview'].wall + found['migrate apply'].wall)}",
-              flush=True)
+        both = found["migrate preview"].wall + found["migrate apply"].wall
+        print(f"    end to end (preview + apply), wall: {ms(both)}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from benchutil import Sample, Series, header, interleaved, read_every_file, run_call, run_child, show, versus  # noqa: E402
+from benchutil import (Sample, Series, header, interleaved, read_every_file, run_call, run_child, show,  # noqa: E402
+                       versus)
 from storeb import NOW, SINCE, TODAY, build_store_b_with_history  # noqa: E402
 
 from distilld.actions.health import build_report  # noqa: E402

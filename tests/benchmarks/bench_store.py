@@ -315,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         workdir = args.workdir or Path(temp)
         workdir.mkdir(parents=True, exist_ok=True)
         for scale in scales:
-            print(f"{'measuring' if args.stores else 'generating and measuring'} {scale}x ...", file=sys.stderr, flush=True)
+            doing = "measuring" if args.stores else "generating and measuring"
+            print(f"{doing} {scale}x ...", file=sys.stderr, flush=True)
             results.append(run_scale(scale, args.repeat, args.seed, workdir, args.stores))
     report(results, args.repeat)
     if args.json:
