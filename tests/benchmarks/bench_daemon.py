@@ -22,7 +22,8 @@ done, then:
   and checked again), plus the same commit. Medians, the worst, and the ratio are reported.
 
 Every figure is CPU (user+sys) and wall time; the load average heads the run and closes each
-scale's lines. ``--stores DIR`` copies DIR/x<scale> (a store storegen.py wrote) instead of generating it.
+scale's lines. ``--stores DIR`` copies DIR/x<scale> (a store storegen.py wrote) instead of
+generating it.
 
 Everything lives in a temporary directory; nothing touches your home, config or real store.
 """
