@@ -32,6 +32,7 @@ replayable with --only SEED. --keep DIR keeps the stores of failed runs there.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import signal
@@ -384,6 +385,7 @@ def main() -> int:
     whole = Stopwatch()
     for index, seed in enumerate(seeds):
         work = Path(tempfile.mkdtemp(prefix=f"crash-{seed}-", dir=options.dir))
+        os.environ["DISTILLD_STATE_DIR"] = str(work / "state")  # no log lines in the user's own
         clock = Stopwatch()
         trace = Trace()
         try:

@@ -18,6 +18,7 @@ and over the compaction target, children created, and the apply time (CPU and wa
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     print(load_average(), flush=True)
     with tempfile.TemporaryDirectory() as scratch:
+        os.environ["DISTILLD_STATE_DIR"] = str(Path(scratch) / "state")  # no log lines in the user's own
         for seed in range(args.first_seed, args.first_seed + args.stores):
             result = one(Path(scratch) / f"s{seed}", seed, args.oracle, not args.no_overlay)
             results.append(result)

@@ -30,13 +30,16 @@ def isolated_git_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
 
 
 @pytest.fixture(autouse=True)
-def isolated_git_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """distilld itself runs `git gc --auto`: it too reads no configuration from this machine."""
+def isolated_git_cli(tmp_path: Path) -> Iterator[None]:
+    """distilld itself runs `git gc --auto`: it too reads no configuration from this machine.
+    Its own MonkeyPatch, so that a test's ``monkeypatch.undo()`` leaves this in place."""
     home = tmp_path / "distilld-home"
     home.mkdir(exist_ok=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    with pytest.MonkeyPatch.context() as isolation:
+        isolation.setenv("HOME", str(home))
+        isolation.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        isolation.delenv("XDG_CONFIG_HOME", raising=False)
+        yield
 
 
 @pytest.fixture

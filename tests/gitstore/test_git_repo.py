@@ -189,3 +189,11 @@ def test_a_large_folders_tree_is_read_once_and_then_kept_in_libgit2s_cache(tmp_p
     tree = reopened[tree_id].peel(pygit2.Tree)
     assert tree["file-0399.md"].id == blob
     assert pygit2.settings.cached_memory[0] - before >= 400 * len("file-0000.md")
+
+
+def test_a_tests_own_undo_keeps_git_away_from_the_real_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setenv("HOME", "/")
+    monkeypatch.undo()
+    assert os.environ["HOME"] == str(tmp_path / "distilld-home") and os.environ["GIT_CONFIG_NOSYSTEM"] == "1"
