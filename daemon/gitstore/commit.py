@@ -26,7 +26,7 @@ from ..store.merge import has_conflict_markers
 from ..store.paths import sync_class
 from .errors import CommitRefused, GitBusy
 from .gitcli import git_executable
-from .index_entry import committed_entry, same_file
+from .index_entry import add_committed, remember_fresh, same_file, settle_fresh_entries
 from .maintenance import refresh_index
 from .repo import MANAGED_FILES, StoreRepo, require_quiet, write_state_file
 from .trees import Entry, head_commit, tree_entry, tree_with
@@ -157,10 +157,10 @@ def _write_pending(store: StoreRepo, commit: pygit2.Oid, parent: pygit2.Oid | No
 def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_tree: pygit2.Tree | None,
                     read_under: dict[str, os.stat_result] | None = None) -> None:
     """Bring the real index up to date for exactly ``entries``, where the user has not staged
-    something else meanwhile. Each committed path's entry carries the file's stat data when the
-    file still holds the committed bytes (index_entry.py), so git does not hash it again; a file
-    changed since we read it gets the entry without stat data: git then compares content, and
-    the newer bytes show as an unstaged change, never as a staged one."""
+    something else meanwhile. Each committed path's entry carries the file's stat data when
+    that proves the file holds the committed bytes (index_entry.py), so git does not hash it
+    again; otherwise it has none: git then compares content, and newer bytes show as an
+    unstaged change, never as a staged one."""
     index = store.repo.index
     index.read(False)
     # For a commit of many paths (the first commit of a store) git's own refresh records the
@@ -169,6 +169,7 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
     # One pass over the index instead of a lookup (and a KeyError) per path and question.
     indexed: dict[str, Entry] = {e.path: (e.id, int(e.mode)) for e in index} if bulk else {}
     root = str(store.root)
+    fresh: dict[str, Entry] = {}
     for path, entry in entries.items():
         before = indexed.get(path) if bulk else index_entry(index, path)
         if before != tree_entry(parent_tree, path):
@@ -181,15 +182,23 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
         if bulk:
             if before != entry:
                 index.add(pygit2.IndexEntry(path, oid, FileMode(mode)))
-            continue
-        index.add(committed_entry(root, path, oid, mode, (read_under or {}).get(path)))
+        elif add_committed(index, store.repo, root, path, oid, mode, (read_under or {}).get(path)):
+            fresh[path] = entry
     index.write()
+    if fresh:
+        remember_fresh(store, fresh)
     if bulk:
         refresh_index(store.root)
 
 
 def repair_pending_index(store: StoreRepo) -> None:
-    """Finish an index update that a held index.lock stopped after a commit was made."""
+    """Finish what an earlier commit left to do in the index: an update that a held index.lock
+    stopped after the commit was made, and the stat data of files too fresh for it then."""
+    _repair_cut_short_update(store)
+    settle_fresh_entries(store)
+
+
+def _repair_cut_short_update(store: StoreRepo) -> None:
     path = _pending_path(store)
     try:
         payload = json.loads(path.read_bytes())

@@ -49,9 +49,13 @@ IGNORE_LINES: tuple[str, ...] = (
 # A folder of a large store is one tree of thousands of entries (170 KB at x100), far over
 # libgit2's default 4 KiB limit for caching trees: without a higher one, every path looked up
 # in a commit or a merge reads and inflates its folder's tree again (16 ms of a 22 ms commit of
-# three files at x100). Process-wide; the cache's total stays libgit2's default (256 MiB).
+# three files at x100). Process-wide. The cache's total is bounded below libgit2's 256 MiB,
+# because a walk of the whole history (the report) would otherwise keep every version of every
+# large tree it passes, which it never reads twice.
 TREE_CACHE_LIMIT = 8 << 20
+OBJECT_CACHE_TOTAL = 48 << 20
 pygit2.settings.cache_object_limit(ObjectType.TREE, TREE_CACHE_LIMIT)
+pygit2.settings.cache_max_size(OBJECT_CACHE_TOTAL)
 
 
 def ignore_lines() -> tuple[str, ...]:

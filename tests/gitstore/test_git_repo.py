@@ -3,6 +3,7 @@ ignore file, the repository's own config; nothing machine-local ever tracked."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pygit2
@@ -181,14 +182,15 @@ def test_a_large_folders_tree_is_read_once_and_then_kept_in_libgit2s_cache(tmp_p
     repo = pygit2.init_repository(str(tmp_path / "r"), bare=True)
     blob = repo.create_blob(b"x\n")
     builder = repo.TreeBuilder()
-    for n in range(400):  # about 16 KB of tree
+    for n in range(4000):  # about 170 KB of tree, as a folder of the x100 benchmark store
         builder.insert(f"file-{n:04}.md", blob, pygit2.enums.FileMode.BLOB)
     tree_id = builder.write()
     reopened = pygit2.Repository(repo.path)  # a fresh handle: nothing of the tree cached yet
+    gc.collect()  # no other repository's cache freed between the two readings
     before = pygit2.settings.cached_memory[0]
     tree = reopened[tree_id].peel(pygit2.Tree)
-    assert tree["file-0399.md"].id == blob
-    assert pygit2.settings.cached_memory[0] - before >= 400 * len("file-0000.md")
+    assert tree["file-3999.md"].id == blob
+    assert pygit2.settings.cached_memory[0] - before >= 4000 * len("file-0000.md")
 
 
 def test_a_tests_own_undo_keeps_git_away_from_the_real_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
