@@ -13,6 +13,7 @@ from pygit2.enums import FileStatus
 from ..store.paths import SPINE, sync_class
 from .commit import Committable, CommitResult, commit_paths, message, read_committable, repair_pending_index
 from .errors import CommitRefused
+from .index_entry import settle_fresh_entries
 from .repo import MANAGED_FILES, StoreRepo, require_quiet
 from .trees import head_commit, tree_entry
 
@@ -46,6 +47,7 @@ class WorkingChanges:
 
 def working_changes(store: StoreRepo) -> WorkingChanges:
     repair_pending_index(store)
+    settle_fresh_entries(store)  # before the scan: a settled entry is not hashed by it
     found = WorkingChanges()
     for path, flags in store.repo.status(untracked_files="all", ignored=False).items():
         if path not in MANAGED_FILES and sync_class(path) != "shared":

@@ -26,7 +26,7 @@ from ..store.merge import has_conflict_markers
 from ..store.paths import sync_class
 from .errors import CommitRefused, GitBusy
 from .gitcli import git_executable
-from .index_entry import add_committed, remember_fresh, same_file, settle_fresh_entries
+from .index_entry import add_committed, remember_fresh, same_file
 from .maintenance import refresh_index
 from .repo import MANAGED_FILES, StoreRepo, require_quiet, write_state_file
 from .trees import Entry, head_commit, tree_entry, tree_with
@@ -192,13 +192,7 @@ def _apply_to_index(store: StoreRepo, entries: dict[str, Entry | None], parent_t
 
 
 def repair_pending_index(store: StoreRepo) -> None:
-    """Finish what an earlier commit left to do in the index: an update that a held index.lock
-    stopped after the commit was made, and the stat data of files too fresh for it then."""
-    _repair_cut_short_update(store)
-    settle_fresh_entries(store)
-
-
-def _repair_cut_short_update(store: StoreRepo) -> None:
+    """Finish an index update that a held index.lock stopped after a commit was made."""
     path = _pending_path(store)
     try:
         payload = json.loads(path.read_bytes())

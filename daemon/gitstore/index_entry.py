@@ -16,7 +16,7 @@ Stat data is recorded only when it proves the file holds exactly the committed b
   which compares nanoseconds, does not mark such an entry for re-checking when it writes the
   index later, so a same-size rewrite in that same second would look clean to git. Such a
   "fresh" entry goes in without stat data, and ``settle_fresh_entries`` records it on a later
-  pass (the next sync or commit), once that second is over.
+  scan for changes (the next sync or follow pass), once that second is over.
 
 Anything else, and any failure of the private pygit2 interface used to fill the entry, gives
 the entry without stat data: git then compares content, and newer bytes show as an unstaged

@@ -23,7 +23,7 @@ from distilld.gitstore.commit import (
     read_committable,
     repair_pending_index,
 )
-from distilld.gitstore.index_entry import FRESH_INDEX, add_committed, same_file
+from distilld.gitstore.index_entry import FRESH_INDEX, add_committed, same_file, settle_fresh_entries
 from distilld.gitstore.repo import open_store
 from gitmachines import GitCli, Machine
 
@@ -61,7 +61,7 @@ def no_hashing(machine: Machine, monkeypatch: pytest.MonkeyPatch, *paths: str) -
     is settled first (that hashes them, rightly)."""
     with monkeypatch.context() as later:
         later.setattr(index_entry, "time", SimpleNamespace(time_ns=lambda: time.time_ns() + 2_000_000_000))
-        repair_pending_index(open_store(machine.root))
+        settle_fresh_entries(open_store(machine.root))
     real = pygit2.hashfile
 
     def refuse(path: str) -> pygit2.Oid:
@@ -168,7 +168,7 @@ def test_a_file_written_in_the_second_of_its_commit_gets_its_stat_data_once_that
     assert (store.state_dir / FRESH_INDEX).exists()
     later = time.time_ns() + 2_000_000_000
     monkeypatch.setattr(index_entry, "time", SimpleNamespace(time_ns=lambda: later))
-    commit_agent_changes(open_store(machine.root), SIG, "p2", 0)  # any later pass settles it
+    commit_agent_changes(open_store(machine.root), SIG, "p2", 0)  # its scan for changes settles it first
     assert indexed_stat(git, machine.root, "craft/testing.md") == on_disk(machine.root, "craft/testing.md")
     assert not (store.state_dir / FRESH_INDEX).exists()
 
@@ -180,7 +180,7 @@ def test_a_fresh_entry_changed_before_it_settles_keeps_no_stat_data(machine: Mac
     machine.append("craft/testing.md", "- then changed, not yet committed\n")
     later = time.time_ns() + 2_000_000_000
     monkeypatch.setattr(index_entry, "time", SimpleNamespace(time_ns=lambda: later))
-    repair_pending_index(open_store(machine.root))
+    settle_fresh_entries(open_store(machine.root))
     assert indexed_stat(git, machine.root, "craft/testing.md")[2] == 0
     assert git(machine.root, "status", "--porcelain").stdout == " M craft/testing.md\n"
 
