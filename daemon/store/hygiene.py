@@ -61,7 +61,7 @@ def hygiene_findings(snapshot: Snapshot) -> list[Finding]:
         if path in (SPINE, CATALOG, LEDGER, LOCAL_SPINE):
             continue
         file = snapshot.knowledge(path)
-        if file.has_frontmatter and not file.frontmatter.closed:
+        if file.frontmatter_unclosed:
             found.append(note(_group_of(path), "frontmatter-unclosed", path,
                               f"{path} opens frontmatter with '---' but never closes it; "
                               "the whole file is read as frontmatter"))

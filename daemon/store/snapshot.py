@@ -171,9 +171,12 @@ def _walk(root: Path, top: str, snapshot: Snapshot, stamped: bool = False) -> No
                         pass  # gone meanwhile, or unreadable: read (and reported) as if new
 
 
-def _read(root: Path, path: str, snapshot: Snapshot) -> None:
+def _read(base: str, path: str, snapshot: Snapshot) -> None:
+    """Read ``base + path`` (``base`` is the root with its slash): a plain string and open()
+    cost a third less per file than a Path, over every file of the store."""
     try:
-        snapshot.contents[path] = (root / path).read_bytes()
+        with open(base + path, "rb") as handle:
+            snapshot.contents[path] = handle.read()
     except OSError as error:
         snapshot.read_errors.append(ReadError(path, f"cannot read: {error.strerror or error}"))
         snapshot.contents[path] = b""
@@ -230,13 +233,14 @@ def _scan(store: Path | str, previous: Snapshot | None, stamped: bool) -> Snapsh
     wanted += snapshot.tier_paths + snapshot.nested_archive_paths
     wanted += snapshot.archive_paths + snapshot.evidence_paths
     unreadable = {error.path for error in previous.read_errors} if previous is not None else set()
+    base = os.path.join(root, "")
     for path in wanted:
         if path not in snapshot.files or path in snapshot.contents:
             continue
         if reusable and previous is not None and path not in unreadable and _unchanged(previous, snapshot, path):
             snapshot.contents[path] = previous.contents[path]
         else:
-            _read(root, path, snapshot)
+            _read(base, path, snapshot)
     if reusable and previous is not None:
         _carry_models(previous, snapshot)
     return snapshot
