@@ -6,12 +6,20 @@ except a file that cannot be read at all, which fails the group that owns the fi
 
 from __future__ import annotations
 
+import re
+
 from .findings import Finding, Group, fail, note
 from .paths import CATALOG, LEDGER, LOCAL_SPINE, SPINE
 from .safety import unsafe_name_reason
 from .snapshot import Snapshot
 
 BOM = b"\xef\xbb\xbf"
+# Whatever could make unsafe_name_reason say something: a control character or one Windows
+# refuses (' | ' included), a part starting with '-' or ending with '.' or ' ', a reserved
+# device name. A name with none of these is safe, which one regex search tells for most names.
+MAYBE_UNSAFE_NAME_RE = re.compile(
+    r'[\x00-\x1f\x7f<>:"|?*]|(?:^|/)-|[. ](?:/|$)|(?:^|/)(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:[./]|$)',
+    re.IGNORECASE)
 
 
 def _group_of(path: str) -> Group:
@@ -50,7 +58,7 @@ def hygiene_findings(snapshot: Snapshot) -> list[Finding]:
                           f"{error.path}: {error.message}; fix its permissions so the store can be checked"))
     unreadable = {error.path for error in snapshot.read_errors}
     for path, raw in snapshot.contents.items():
-        unsafe = unsafe_name_reason(path)
+        unsafe = unsafe_name_reason(path) if MAYBE_UNSAFE_NAME_RE.search(path) else None
         if unsafe:
             found.append(note(_group_of(path), "unsafe-name", path,
                               f"{path!r}: no pass will archive, restore or catalog it under this name "

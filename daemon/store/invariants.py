@@ -86,8 +86,8 @@ def _catalog_lists_everything(snapshot: Snapshot, catalog: Catalog) -> list[Find
         elif not snapshot.exists(path):
             found.append(fail("C2", "catalog-missing-target", path,
                               f"catalog line points at missing file: {path}"))
-    for row in catalog.rows:
-        for segment in row.line.split(" | ")[2:]:
+    for line in catalog.row_lines:
+        for segment in line.split(" | ")[2:]:
             if not is_known_segment(segment):
                 found.append(fail("C2", "catalog-unescaped-pipe", CATALOG,
                                   "unescaped ' | ' inside a free-text field of CATALOG.md "

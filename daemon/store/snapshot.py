@@ -22,7 +22,10 @@ SCANNED_DIRS: tuple[str, ...] = (*TIERS, "archive", "evidence", "local")
 
 
 def c_sorted(paths: list[str]) -> list[str]:
-    """Sort as ``LC_ALL=C sort`` does: by bytes."""
+    """Sort as ``LC_ALL=C sort`` does: by bytes. ASCII text sorts the same as its bytes, so
+    the usual store (ASCII names; one join tells) is sorted without encoding each name."""
+    if "".join(paths).isascii():
+        return sorted(paths)
     return sorted(paths, key=os.fsencode)
 
 
@@ -73,7 +76,18 @@ class Snapshot:
         return c_sorted(self._markdown_under(("evidence",)))
 
     def _markdown_under(self, tops: tuple[str, ...]) -> list[str]:
-        return [p for p in self.files if p.endswith(".md") and p.split("/", 1)[0] in tops and "/" in p]
+        by_top = self._markdown_by_top
+        return [p for top in tops for p in by_top.get(top, ())]
+
+    @cached_property
+    def _markdown_by_top(self) -> dict[str, list[str]]:
+        """Every ``*.md`` below a top folder, by that folder: one pass over the files for all four lists."""
+        found: dict[str, list[str]] = {}
+        for path in self.files:
+            top, slash, _ = path.partition("/")
+            if slash and path.endswith(".md"):
+                found.setdefault(top, []).append(path)
+        return found
 
     # -- models ------------------------------------------------------------------------------
     def knowledge(self, path: str) -> KnowledgeFile:
