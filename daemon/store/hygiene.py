@@ -31,24 +31,24 @@ def _group_of(path: str) -> Group:
 
 
 def _encoding_notes(path: str, raw: bytes) -> list[Finding]:
-    group = _group_of(path)
-    found: list[Finding] = []
+    found: list[tuple[str, str]] = []  # (code, message); the group is looked up only for a note
     if b"\x00" in raw:
-        found.append(note(group, "binary", path, f"{path} holds NUL bytes (binary content); keep only text in the store"))
+        found.append(("binary", f"{path} holds NUL bytes (binary content); keep only text in the store"))
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        found.append(note(group, "not-utf8", path,
-                          f"{path} is not valid UTF-8 (first bad byte at offset {error.start}); re-save it as UTF-8"))
+        found.append(("not-utf8",
+                      f"{path} is not valid UTF-8 (first bad byte at offset {error.start}); re-save it as UTF-8"))
     if raw.startswith(BOM):
-        found.append(note(group, "bom", path,
-                          f"{path} starts with a byte-order mark, which hides its first line "
-                          "(frontmatter, title) from every reader; remove the BOM"))
+        found.append(("bom", f"{path} starts with a byte-order mark, which hides its first line "
+                             "(frontmatter, title) from every reader; remove the BOM"))
     crlf = raw.count(b"\r\n") if b"\r" in raw else 0
     if crlf and crlf != raw.count(b"\n"):
-        found.append(note(group, "mixed-line-endings", path,
-                          f"{path} mixes CRLF and LF line endings; writers keep them as they are"))
-    return found
+        found.append(("mixed-line-endings", f"{path} mixes CRLF and LF line endings; writers keep them as they are"))
+    if not found:
+        return []
+    group = _group_of(path)
+    return [note(group, code, path, message) for code, message in found]
 
 
 def hygiene_findings(snapshot: Snapshot) -> list[Finding]:

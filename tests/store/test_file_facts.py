@@ -28,7 +28,7 @@ FENCE_LINE_RE = re.compile(r"^---$", re.MULTILINE)
 FIRST_HEADING_RE = re.compile(r"^#[^\n]*", re.MULTILINE)
 DASH_LINE_RE = re.compile(r"^- ", re.MULTILINE)
 PINNED_LINE_RE = re.compile(r"^lifecycle: pinned", re.MULTILINE)
-KEYS = ("scope", "lifecycle", "read_with", "oversize", "x", "")
+KEYS = ("scope", "lifecycle", "read_with", "oversize", "x", "", "x:")
 
 
 def reference_facts(raw: bytes) -> dict[str, object]:
