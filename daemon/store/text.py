@@ -27,7 +27,8 @@ def byte_len(text: str) -> int:
 
 def split_lines(text: str) -> list[str]:
     """Lines of ``text`` with CRs removed; a trailing newline does not start a new line."""
-    text = text.replace("\r", "")
+    if "\r" in text:  # replace would copy even a text without one
+        text = text.replace("\r", "")
     if not text:
         return []
     lines = text.split("\n")
