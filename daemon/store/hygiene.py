@@ -14,12 +14,17 @@ from .safety import unsafe_name_reason
 from .snapshot import Snapshot
 
 BOM = b"\xef\xbb\xbf"
-# Whatever could make unsafe_name_reason say something: a control character or one Windows
-# refuses (' | ' included), a part starting with '-' or ending with '.' or ' ', a reserved
-# device name. A name with none of these is safe, which one regex search tells for most names.
+# Whatever could make unsafe_name_reason say something, searched in "/" + name + "/": a control
+# character or one Windows refuses (' | ' included), a part starting with '-' or ending with '.'
+# or ' ', a reserved device name (no non-ASCII letter upper-cases into one). A name with none of
+# these is safe. Every branch starts with a '/', '.', ' ' or refused character, so the search
+# stops at few places of a name.
 MAYBE_UNSAFE_NAME_RE = re.compile(
-    r'[\x00-\x1f\x7f<>:"|?*]|(?:^|/)-|[. ](?:/|$)|(?:^|/)(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:[./]|$)',
-    re.IGNORECASE)
+    r'[\x00-\x1f\x7f<>:"|?*]|/-|[. ]/|/(?:con|prn|aux|nul|com[1-9]|lpt[1-9])[./]', re.IGNORECASE)
+
+
+def maybe_unsafe_name(path: str) -> bool:
+    return MAYBE_UNSAFE_NAME_RE.search("/" + path + "/") is not None
 
 
 def _group_of(path: str) -> Group:
@@ -58,7 +63,7 @@ def hygiene_findings(snapshot: Snapshot) -> list[Finding]:
                           f"{error.path}: {error.message}; fix its permissions so the store can be checked"))
     unreadable = {error.path for error in snapshot.read_errors}
     for path, raw in snapshot.contents.items():
-        unsafe = unsafe_name_reason(path) if MAYBE_UNSAFE_NAME_RE.search(path) else None
+        unsafe = unsafe_name_reason(path) if maybe_unsafe_name(path) else None
         if unsafe:
             found.append(note(_group_of(path), "unsafe-name", path,
                               f"{path!r}: no pass will archive, restore or catalog it under this name "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distilld.store.hygiene import MAYBE_UNSAFE_NAME_RE
+from distilld.store.hygiene import maybe_unsafe_name
 from distilld.store.safety import unsafe_name_reason
 
 PIECES = ["/", "-", ".", "..", " ", "a", "x.md", "con", "CON", "Com1", "lpt9", "nul.md", "aux", "prn", "com",
@@ -17,11 +17,11 @@ PIECES = ["/", "-", ".", "..", " ", "a", "x.md", "con", "CON", "Com1", "lpt9", "
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=8))
 def test_a_name_the_quick_look_passes_is_safe(pieces: list[str]) -> None:
     path = "".join(pieces)
-    if MAYBE_UNSAFE_NAME_RE.search(path) is None:
+    if not maybe_unsafe_name(path):
         assert unsafe_name_reason(path) is None, path
 
 
 @given(st.text(max_size=12))
 def test_any_text_the_quick_look_passes_is_safe(path: str) -> None:
-    if MAYBE_UNSAFE_NAME_RE.search(path) is None:
+    if not maybe_unsafe_name(path):
         assert unsafe_name_reason(path) is None, path
