@@ -174,12 +174,13 @@ def _closing_fence(flat: bytes) -> int | None:
 
 
 def _frontmatter_block(flat: bytes, errors: str) -> tuple[str | None, bool]:
-    """The text after the opening ``---`` line up to the closing one (to the end of the file when
-    none closes it), or None without an opening line; and whether a line closes it."""
+    """The text from the line break that ends the opening ``---`` line up to the closing line
+    (to the end of the file when none closes it), or None without an opening line; and whether
+    a line closes it. Kept with its first line break, so that ``"\\nkey:"`` finds a key's first line."""
     if not (flat == FENCE_BYTES or flat.startswith(FENCE_BYTES + b"\n")):
         return None, False
     fence = _closing_fence(flat)
-    return flat[len(FENCE_BYTES) + 1:fence if fence is not None else len(flat)].decode("utf-8", errors), \
+    return flat[len(FENCE_BYTES):fence if fence is not None else len(flat)].decode("utf-8", errors), \
         fence is not None
 
 
@@ -230,16 +231,10 @@ class KnowledgeFile:
         text, closed = self._block
         if text is None:
             return None
-        lines = text.split("\n")
+        lines = text[1:].split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         return Frontmatter(tuple(lines), closed)
-
-    @cached
-    def _lined_block(self) -> str:
-        """The block with a line break before it, so that ``"\\nkey:"`` finds a key's first line."""
-        text = self._block[0]
-        return "\n" + text if text is not None else ""
 
     @cached
     def _flat(self) -> bytes:
@@ -278,7 +273,7 @@ class KnowledgeFile:
     def fm(self, key: str) -> str | None:
         """``frontmatter.value(key)``, found in the block's text: a check asks a few keys of each
         file, most of them absent, and one search each costs less than reading every line."""
-        block = self._lined_block
+        block = self._block[0] or ""
         start = block.find("\n" + key + ":")
         if start < 0:
             return None
