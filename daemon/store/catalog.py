@@ -107,12 +107,16 @@ class Catalog:
         return split_lines(decode(self.raw))
 
     @cached_property
+    def row_lines(self) -> list[str]:
+        """Every line starting ``- ``: the rows, well formed or not."""
+        return [line for line in self.lines if line.startswith("- ")]
+
+    @cached_property
     def rows(self) -> list[CatalogRow]:
         rows: list[CatalogRow] = []
-        for line in self.lines:
-            if line.startswith("- "):
-                match = ROW_PATH_RE.match(line)
-                rows.append(CatalogRow(line, match.group(1) if match else None))
+        for line in self.row_lines:
+            match = ROW_PATH_RE.match(line)
+            rows.append(CatalogRow(line, match.group(1) if match else None))
         return rows
 
     @cached_property
@@ -125,30 +129,38 @@ class Catalog:
 
     @cached_property
     def _row_by_path(self) -> dict[str, str]:
-        # The checker's catalog_row(p) is the first line containing "- <p> |" anywhere. Index
-        # every such candidate (each "- " start with each later " |") so each lookup is exact.
+        # The checker's catalog_row(p) is the first line containing "- <p> |" anywhere. For a p
+        # without " |", the " |" that ends it is the first one after its "- ": so index, for each
+        # "- " in a line, the text up to the next " |", and each lookup is exact.
         found: dict[str, str] = {}
         for line in self.lines:
             start = line.find("- ")
             while start != -1:
                 end = line.find(" |", start + 2)
-                while end != -1:
-                    found.setdefault(line[start + 2:end], line)
-                    end = line.find(" |", end + 1)
+                if end == -1:
+                    break  # no later "- " has a " |" after it either
+                found.setdefault(line[start + 2:end], line)
                 start = line.find("- ", start + 1)
         return found
 
     def row_for(self, path: str) -> str | None:
+        if " |" in path:  # never a key of the index: look for it as the checker does
+            needle = f"- {path} |"
+            return next((line for line in self.lines if needle in line), None)
         return self._row_by_path.get(path)
 
     @property
     def listed_paths(self) -> list[str]:
-        return [row.path for row in self.rows if row.path is not None]
+        return [match.group(1) for match in map(ROW_PATH_RE.match, self.row_lines) if match is not None]
 
     def stamp_masked(self) -> str:
         """The text with its ``rebuilt:`` stamp blanked, to compare content across rebuilds."""
         return REBUILT_RE.sub("rebuilt: -", decode(self.raw).replace("\r", ""), count=1)
 
 
+# The regex's alternatives that are plain prefixes: most segments are told by these alone.
+KNOWN_PREFIXES = ("validated ", "archived ", "reason: ", "from ", "hook: ", "oversize: ")
+
+
 def is_known_segment(segment: str) -> bool:
-    return KNOWN_SEGMENT_RE.match(segment) is not None
+    return segment.startswith(KNOWN_PREFIXES) or KNOWN_SEGMENT_RE.match(segment) is not None

@@ -6,12 +6,25 @@ except a file that cannot be read at all, which fails the group that owns the fi
 
 from __future__ import annotations
 
+import re
+
 from .findings import Finding, Group, fail, note
 from .paths import CATALOG, LEDGER, LOCAL_SPINE, SPINE
 from .safety import unsafe_name_reason
 from .snapshot import Snapshot
 
 BOM = b"\xef\xbb\xbf"
+# Whatever could make unsafe_name_reason say something, searched in "/" + name + "/": a control
+# character or one Windows refuses (' | ' included), a part starting with '-' or ending with '.'
+# or ' ', a reserved device name (no non-ASCII letter upper-cases into one). A name with none of
+# these is safe. Every branch starts with a '/', '.', ' ' or refused character, so the search
+# stops at few places of a name.
+MAYBE_UNSAFE_NAME_RE = re.compile(
+    r'[\x00-\x1f\x7f<>:"|?*]|/-|[. ]/|/(?:con|prn|aux|nul|com[1-9]|lpt[1-9])[./]', re.IGNORECASE)
+
+
+def maybe_unsafe_name(path: str) -> bool:
+    return MAYBE_UNSAFE_NAME_RE.search("/" + path + "/") is not None
 
 
 def _group_of(path: str) -> Group:
@@ -23,24 +36,24 @@ def _group_of(path: str) -> Group:
 
 
 def _encoding_notes(path: str, raw: bytes) -> list[Finding]:
-    group = _group_of(path)
-    found: list[Finding] = []
+    found: list[tuple[str, str]] = []  # (code, message); the group is looked up only for a note
     if b"\x00" in raw:
-        found.append(note(group, "binary", path, f"{path} holds NUL bytes (binary content); keep only text in the store"))
+        found.append(("binary", f"{path} holds NUL bytes (binary content); keep only text in the store"))
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        found.append(note(group, "not-utf8", path,
-                          f"{path} is not valid UTF-8 (first bad byte at offset {error.start}); re-save it as UTF-8"))
+        found.append(("not-utf8",
+                      f"{path} is not valid UTF-8 (first bad byte at offset {error.start}); re-save it as UTF-8"))
     if raw.startswith(BOM):
-        found.append(note(group, "bom", path,
-                          f"{path} starts with a byte-order mark, which hides its first line "
-                          "(frontmatter, title) from every reader; remove the BOM"))
+        found.append(("bom", f"{path} starts with a byte-order mark, which hides its first line "
+                             "(frontmatter, title) from every reader; remove the BOM"))
     crlf = raw.count(b"\r\n") if b"\r" in raw else 0
     if crlf and crlf != raw.count(b"\n"):
-        found.append(note(group, "mixed-line-endings", path,
-                          f"{path} mixes CRLF and LF line endings; writers keep them as they are"))
-    return found
+        found.append(("mixed-line-endings", f"{path} mixes CRLF and LF line endings; writers keep them as they are"))
+    if not found:
+        return []
+    group = _group_of(path)
+    return [note(group, code, path, message) for code, message in found]
 
 
 def hygiene_findings(snapshot: Snapshot) -> list[Finding]:
@@ -50,7 +63,7 @@ def hygiene_findings(snapshot: Snapshot) -> list[Finding]:
                           f"{error.path}: {error.message}; fix its permissions so the store can be checked"))
     unreadable = {error.path for error in snapshot.read_errors}
     for path, raw in snapshot.contents.items():
-        unsafe = unsafe_name_reason(path)
+        unsafe = unsafe_name_reason(path) if maybe_unsafe_name(path) else None
         if unsafe:
             found.append(note(_group_of(path), "unsafe-name", path,
                               f"{path!r}: no pass will archive, restore or catalog it under this name "
@@ -61,7 +74,7 @@ def hygiene_findings(snapshot: Snapshot) -> list[Finding]:
         if path in (SPINE, CATALOG, LEDGER, LOCAL_SPINE):
             continue
         file = snapshot.knowledge(path)
-        if file.has_frontmatter and not file.frontmatter.closed:
+        if file.frontmatter_unclosed:
             found.append(note(_group_of(path), "frontmatter-unclosed", path,
                               f"{path} opens frontmatter with '---' but never closes it; "
                               "the whole file is read as frontmatter"))

@@ -86,8 +86,8 @@ def _catalog_lists_everything(snapshot: Snapshot, catalog: Catalog) -> list[Find
         elif not snapshot.exists(path):
             found.append(fail("C2", "catalog-missing-target", path,
                               f"catalog line points at missing file: {path}"))
-    for row in catalog.rows:
-        for segment in row.line.split(" | ")[2:]:
+    for line in catalog.row_lines:
+        for segment in line.split(" | ")[2:]:
             if not is_known_segment(segment):
                 found.append(fail("C2", "catalog-unescaped-pipe", CATALOG,
                                   "unescaped ' | ' inside a free-text field of CATALOG.md "
@@ -280,13 +280,14 @@ def _tree_shape(snapshot: Snapshot) -> list[Finding]:
 
 def check_c3(snapshot: Snapshot, limits: Limits) -> list[Finding]:
     found: list[Finding] = []
+    max_lines, max_bytes = limits.tier_file.max_lines, limits.tier_file.max_bytes
     for path in snapshot.tier_paths:
         file = snapshot.knowledge(path)
-        if file.line_count > limits.tier_file.max_lines:
-            found.append(fail("C3", "file-lines", path, f"{path} has {file.line_count} lines (max {limits.tier_file.max_lines})"))
-        if file.oversize_reason is None and file.size > limits.tier_file.max_bytes:
+        if file.line_count > max_lines:
+            found.append(fail("C3", "file-lines", path, f"{path} has {file.line_count} lines (max {max_lines})"))
+        if file.size > max_bytes and file.oversize_reason is None:
             found.append(fail("C3", "file-bytes", path,
-                              f"{path} is {file.size} bytes (max {limits.tier_file.max_bytes}; "
+                              f"{path} is {file.size} bytes (max {max_bytes}; "
                               "declare oversize: <reason> to exempt)"))
         read_with = file.fm("read_with")
         if read_with is not None:

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from .lazy import cached
+
 from .text import (
     byte_len,
     decode,
@@ -56,7 +58,7 @@ def pointers_in_line(line: str) -> list[str]:
 
 def is_continuation(line: str) -> bool:
     """May this line continue the entry above it (a wrapped entry)?"""
-    if not line.strip(" \t\v\f"):
+    if line[:1] in " \t\v\f" and not line.strip(" \t\v\f"):  # strip copies: only when it may be blank
         return False
     return not (line.startswith("#") or line.startswith("- ") or line.startswith("<!--"))
 
@@ -75,11 +77,11 @@ class SpineEntry:
     first_line: str
     continuations: tuple[str, ...]  # left-trimmed, as the joiner sees them
 
-    @cached_property
+    @cached
     def joined(self) -> str:
         return " ".join((self.first_line, *self.continuations))
 
-    @cached_property
+    @cached
     def byte_len(self) -> int:
         return byte_len(self.joined)
 
@@ -87,7 +89,7 @@ class SpineEntry:
     def line_count(self) -> int:
         return 1 + len(self.continuations)
 
-    @cached_property
+    @cached
     def leading_group(self) -> tuple[Pointer, ...]:
         match = LEADING_GROUP_RE.match(self.first_line)
         if not match:
@@ -102,7 +104,7 @@ class SpineEntry:
     def hook(self) -> str:
         return rtrim(hook_of_entry(self.joined))
 
-    @cached_property
+    @cached
     def foreign_joiners(self) -> bool:
         """Are the leading pointers joined by something the checker does not read (", ", …)?"""
         return joined_group(self.first_line) is not None

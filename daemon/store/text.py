@@ -27,7 +27,8 @@ def byte_len(text: str) -> int:
 
 def split_lines(text: str) -> list[str]:
     """Lines of ``text`` with CRs removed; a trailing newline does not start a new line."""
-    text = text.replace("\r", "")
+    if "\r" in text:  # replace would copy even a text without one
+        text = text.replace("\r", "")
     if not text:
         return []
     lines = text.split("\n")
@@ -78,8 +79,10 @@ def sha256_norm_hex(raw: bytes) -> str:
 
 def clip(s: str, limit: int) -> str:
     """The first ``limit`` bytes of ``s`` for a message, never cutting a UTF-8 character."""
-    raw = encode(s)
-    if len(raw) <= limit:
+    # The first ``limit`` characters hold at least the first ``limit`` bytes: encode only those.
+    head = s[:limit]
+    raw = encode(head)
+    if len(raw) <= limit and len(head) == len(s):
         return s
     cut = raw[:limit]
     # Step back over continuation bytes so the clip ends on a character boundary.

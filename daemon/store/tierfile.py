@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from .lazy import cached
 from .text import (
     decode,
     dominant_ending,
@@ -133,7 +134,9 @@ def select_protected_lines(lines: list[str]) -> list[str]:
 # counts and a few frontmatter keys, the catalog a heading, the lifecycle the markers. Bytes
 # patterns give the same answers as the text ones: every byte they name is ASCII, and a
 # decoded non-ASCII byte is never one of them.
-STAMP_IN_BYTES_RE = re.compile(STAMP_IN_FILE_RE.pattern.encode())
+# The same matches as STAMP_IN_FILE_RE, found from their '_' (a rarer byte than 'l', so the regex
+# engine's scan for where a match may start stops less often) with "last" checked behind it.
+STAMP_IN_BYTES_RE = re.compile(rb"_(?<=last_)(?:validated|updated): *([0-9]{4}-[0-9]{2}-[0-9]{2})")
 NON_NEGOTIABLE_BYTES_RE = re.compile(NON_NEGOTIABLE_RE.pattern.encode())
 DIRECTIVE_BYTES_RE = re.compile(DIRECTIVE_RE.pattern.encode())
 FENCE_BYTES = FENCE.encode()
@@ -170,16 +173,15 @@ def _closing_fence(flat: bytes) -> int | None:
     return None
 
 
-def _read_frontmatter(raw: bytes) -> tuple[Frontmatter | None, int]:
-    """The frontmatter as the checker reads it, and the index of the first body line."""
-    flat, errors = _cr_blind_text_bytes(raw)
+def _frontmatter_block(flat: bytes, errors: str) -> tuple[str | None, bool]:
+    """The text from the line break that ends the opening ``---`` line up to the closing line
+    (to the end of the file when none closes it), or None without an opening line; and whether
+    a line closes it. Kept with its first line break, so that ``"\\nkey:"`` finds a key's first line."""
     if not (flat == FENCE_BYTES or flat.startswith(FENCE_BYTES + b"\n")):
-        return None, 0
+        return None, False
     fence = _closing_fence(flat)
-    head = flat[len(FENCE_BYTES) + 1:fence if fence is not None else len(flat)].decode("utf-8", errors).split("\n")
-    if head and head[-1] == "":
-        head.pop()
-    return Frontmatter(tuple(head), closed=fence is not None), len(head) + (2 if fence is not None else 1)
+    return flat[len(FENCE_BYTES):fence if fence is not None else len(flat)].decode("utf-8", errors), \
+        fence is not None
 
 
 def _first_heading(raw: bytes) -> str | None:
@@ -212,13 +214,32 @@ class KnowledgeFile:
         # three times (bytes, text, lines). The few facts the checks need are cached one by one.
         return decode(self.raw)
 
-    @cached_property
+    @cached
     def lines(self) -> list[str]:
         return split_lines(self.text)
 
-    @cached_property
-    def _frontmatter_and_body(self) -> tuple[Frontmatter | None, int]:
-        return _read_frontmatter(self.raw)
+    @cached
+    def _block(self) -> tuple[str | None, bool]:
+        # What a check reads of the frontmatter is its text; the line tuple is made only if asked.
+        flat = self._flat
+        if flat is self.raw:  # no CR: the bytes decode to the checker's text as they are
+            return _frontmatter_block(flat, "surrogateescape")
+        return _frontmatter_block(*_cr_blind_text_bytes(self.raw))
+
+    @cached
+    def _frontmatter(self) -> Frontmatter | None:
+        text, closed = self._block
+        if text is None:
+            return None
+        lines = text[1:].split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return Frontmatter(tuple(lines), closed)
+
+    @cached
+    def _flat(self) -> bytes:
+        """The bytes the CR-blind views read (``tr -d '\\r'``), made once per file."""
+        return _without_cr(self.raw)
 
     @property
     def size(self) -> int:
@@ -230,31 +251,44 @@ class KnowledgeFile:
 
     @property
     def frontmatter(self) -> Frontmatter:
-        found = self._frontmatter_and_body[0]
+        found = self._frontmatter
         return found if found is not None else NO_FRONTMATTER
 
     @property
     def has_frontmatter(self) -> bool:
-        return self._frontmatter_and_body[0] is not None
+        return self._block[0] is not None
+
+    @property
+    def frontmatter_unclosed(self) -> bool:
+        """Opened by ``---`` but never closed: the whole file reads as frontmatter."""
+        text, closed = self._block
+        return text is not None and not closed
 
     @property
     def body_lines(self) -> list[str]:
-        return self.lines[self._frontmatter_and_body[1]:]
+        found = self._frontmatter
+        start = len(found.lines) + (2 if found.closed else 1) if found is not None else 0
+        return self.lines[start:]
 
     def fm(self, key: str) -> str | None:
-        return self.frontmatter.value(key)
+        """``frontmatter.value(key)``, found in the block's text: a check asks a few keys of each
+        file, most of them absent, and one search each costs less than reading every line."""
+        block = self._block[0] or ""
+        start = block.find("\n" + key + ":")
+        if start < 0:
+            return None
+        start += len(key) + 2
+        end = block.find("\n", start)
+        return block[start:end if end >= 0 else len(block)].lstrip(" \t")
 
-    @cached_property
+    @cached
     def _line_count(self) -> int:
-        return _count_lines(_without_cr(self.raw))
+        return _count_lines(self._flat)
 
-    @cached_property
+    @cached
     def newest_stamp(self) -> str | None:
         """The activity stamp: the newest ``last_validated:``/``last_updated:`` date anywhere."""
-        raw = self.raw
-        if b"last_" not in raw:
-            return None
-        stamps = STAMP_IN_BYTES_RE.findall(_without_cr(raw))
+        stamps = STAMP_IN_BYTES_RE.findall(self._flat)
         return decode(max(stamps)) if stamps else None
 
     @property
@@ -262,11 +296,11 @@ class KnowledgeFile:
         """Pinned as the catalog and C2 read it: the frontmatter value is exactly ``pinned``."""
         return self.fm("lifecycle") == "pinned"
 
-    @cached_property
+    @cached
     def looks_pinned(self) -> bool:
         """Pinned by any reading (a trailing blank, or a ``lifecycle: pinned`` line anywhere):
         the lifecycle never moves such a file, since C4 would count the move as a loss."""
-        return self.pinned or _starts_a_line(_without_cr(self.raw), b"lifecycle: pinned") > 0
+        return self.pinned or _starts_a_line(self._flat, b"lifecycle: pinned") > 0
 
     @property
     def oversize_reason(self) -> str | None:
@@ -276,35 +310,35 @@ class KnowledgeFile:
     def split_from(self) -> str | None:
         return self.fm("split_from")
 
-    @cached_property
+    @cached
     def scope(self) -> str:
         """The catalog's second column: ``scope:``, else the first heading, else ``(no scope)``."""
         value = self.fm("scope") or trim((_first_heading(self.raw) or "").lstrip("#"))
         return escape_free_text(value) if value else "(no scope)"
 
-    @cached_property
+    @cached
     def has_non_negotiable(self) -> bool:
         return b"[NON-NEGOTIABLE" in self.raw and NON_NEGOTIABLE_BYTES_RE.search(self.raw) is not None
 
-    @cached_property
+    @cached
     def directive_count(self) -> int:
         return len(DIRECTIVE_BYTES_RE.findall(self.raw)) if b"[DIRECTIVE" in self.raw else 0
 
-    @cached_property
+    @cached
     def sha256(self) -> str:
         return sha256_hex(self.raw)
 
-    @cached_property
+    @cached
     def sha256_norm(self) -> str:
         return sha256_norm_hex(self.raw)
 
-    @cached_property
+    @cached
     def protected_lines(self) -> list[str]:
         return select_protected_lines(self.lines)
 
     def dash_entry_count(self) -> int:
         """Lines starting ``- ``: the catalog's entry count for an evidence twin."""
-        return _starts_a_line(_without_cr(self.raw), b"- ")
+        return _starts_a_line(self._flat, b"- ")
 
 
 # -- edits (pure: bytes in, bytes out; every other line and ending kept) --------------------

@@ -594,14 +594,22 @@ def test_unreadable_file_is_named(
     relative: str, group: str,
 ) -> None:
     blocked = os.path.realpath(store.root / relative)
-    real_read_bytes = pathlib.Path.read_bytes
+    real_read_bytes, real_open = pathlib.Path.read_bytes, builtins.open
 
     def read_bytes(self: pathlib.Path) -> bytes:
         if os.path.realpath(self) == blocked:
             raise PermissionError(13, "Permission denied", str(self))
         return real_read_bytes(self)
 
+    def blocked_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        # Root reads any file whatever its mode: refuse it at each door a reader may use.
+        if isinstance(file, (str, pathlib.Path)) and os.path.realpath(file) == blocked:
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
     monkeypatch.setattr(pathlib.Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(builtins, "open", blocked_open)
+    monkeypatch.setattr(io, "open", blocked_open)
     found = findings(store.root)
     named = [f for f in found if relative in f.message and ("read" in f.message or "ermission" in f.message)]
     assert named, [f.message for f in found]

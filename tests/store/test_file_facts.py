@@ -28,6 +28,7 @@ FENCE_LINE_RE = re.compile(r"^---$", re.MULTILINE)
 FIRST_HEADING_RE = re.compile(r"^#[^\n]*", re.MULTILINE)
 DASH_LINE_RE = re.compile(r"^- ", re.MULTILINE)
 PINNED_LINE_RE = re.compile(r"^lifecycle: pinned", re.MULTILINE)
+KEYS = ("scope", "lifecycle", "read_with", "oversize", "x", "", "x:")
 
 
 def reference_facts(raw: bytes) -> dict[str, object]:
@@ -53,6 +54,7 @@ def reference_facts(raw: bytes) -> dict[str, object]:
         "directives": len(DIRECTIVE_RE.findall(text)),
         "dash_lines": len(DASH_LINE_RE.findall(flat)),
         "pinned_line": PINNED_LINE_RE.search(flat) is not None,
+        "values": {key: frontmatter.value(key) if frontmatter else None for key in KEYS},
     }
 
 
@@ -68,13 +70,15 @@ def lazy_facts(raw: bytes) -> dict[str, object]:
         "directives": file.directive_count,
         "dash_lines": file.dash_entry_count(),
         "pinned_line": _starts_a_line(_without_cr(raw), b"lifecycle: pinned") > 0,
+        "values": {key: file.fm(key) for key in KEYS},
     }
     return facts
 
 
 PIECES = [b"---", b"\n", b"\r", b"\r\n", b"- ", b"#", b"# Title", b"lifecycle: pinned", b"last_updated: 2026-01-02",
           b"last_validated:   2025-12-31", b"[NON-NEGOTIABLE]", b"[NON-NEGOTIABLE 2026]", b"[DIRECTIVE x]", b"]",
-          b"scope: s", b"x", b" ", b"\xe2\x80\x94", b"\xe2", b"\x80", b"\x00", b"read_with: [a.md]"]
+          b"scope: s", b"x", b" ", b"\xe2\x80\x94", b"\xe2", b"\x80", b"\x00", b"read_with: [a.md]",
+          b"lifecycle:\tpinned", b"oversize", b":", b"\t", b"last", b"_validated: 2027-01-01"]
 
 
 @settings(max_examples=300, deadline=None)
