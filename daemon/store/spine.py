@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from .text import (
     byte_len,
@@ -61,8 +62,7 @@ def is_continuation(line: str) -> bool:
     return not (line.startswith("#") or line.startswith("- ") or line.startswith("<!--"))
 
 
-@dataclass(frozen=True)
-class Pointer:
+class Pointer(NamedTuple):
     title: str
     path: str
 
@@ -177,8 +177,7 @@ class Spine:
 EM_DASH = "\u2014"
 
 
-@dataclass(frozen=True)
-class PointerRemoval:
+class PointerRemoval(NamedTuple):
     text: str  # the SPINE after the edit
     spine_entry: str  # the ledger's spine-entry: the removed line, or the derived single-pointer entry
     whole_entry: bool  # the entry went; False when other pointers kept the line
