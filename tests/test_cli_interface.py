@@ -101,6 +101,15 @@ def test_check_loads_nothing_its_start_up_was_rid_of(policy: list[str], tmp_path
     assert sorted(m for m in modules if m in NOT_FOR_CHECK or m.split(".")[0] in NOT_FOR_CHECK) == []
 
 
+def test_the_entry_point_imports_the_cli_without_collecting_then_sets_its_objects_aside(tmp_path: Path) -> None:
+    script = ("import gc, sys\nfrom distilld.__main__ import run\nsys.argv = ['distilld', '--version']\n"
+              "code = run()\nprint(code, gc.isenabled(), gc.get_freeze_count() > 1000, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=subprocess_env(tmp_path), timeout=120, check=False)
+    assert done.stdout.startswith("distilld, version")
+    assert done.stderr.split() == ["0", "True", "True"], done.stderr
+
+
 # -- the store both ways, options after the command -------------------------------------------
 
 STORE_COMMANDS = [["check"], ["budget"], ["catalog"], ["gc"], ["compact"], ["lifecycle", "status"],
