@@ -34,16 +34,17 @@ def _plain_linux() -> bool:
 
 def _xdg_user_dir(variable: str, default: str) -> str | None:
     """platformdirs' answer for a user folder on plain Linux: $VARIABLE if it is absolute, else
-    ``default`` under an absolute $HOME; None for what only platformdirs settles (another
-    platform, no usable HOME), so that the caller asks it."""
+    ``default`` under an absolute $HOME when $VARIABLE is unset or empty; None for what only
+    platformdirs settles (another platform, a relative $VARIABLE, which its versions treat
+    differently, no usable HOME), so that the caller asks it."""
     if not _plain_linux():
         return None
     base = os.environ.get(variable, "")
-    if not os.path.isabs(base):
-        if not os.path.isabs(os.environ.get("HOME", "")):
-            return None
-        base = os.path.expanduser(default)
-    return os.path.join(base, APP)
+    if base:
+        return os.path.join(base, APP) if os.path.isabs(base) else None
+    if not os.path.isabs(os.environ.get("HOME", "")):
+        return None
+    return os.path.join(os.path.expanduser(default), APP)
 
 
 def user_config_dir() -> str:

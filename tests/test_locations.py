@@ -51,6 +51,9 @@ def test_the_shortcut_leaves_what_only_platformdirs_knows_to_it(monkeypatch: pyt
     monkeypatch.setenv("ANDROID_DATA", "/data")  # perhaps an Android app: platformdirs decides
     assert locations._xdg_user_dir("XDG_STATE_HOME", "~/.local/state") is None
     monkeypatch.delenv("ANDROID_DATA")
+    monkeypatch.setenv("XDG_STATE_HOME", "relative")  # versions of platformdirs differ on it
+    assert locations._xdg_user_dir("XDG_STATE_HOME", "~/.local/state") is None
+    monkeypatch.delenv("XDG_STATE_HOME")
     monkeypatch.setenv("HOME", "relative")  # platformdirs asks the password database
     assert locations._xdg_user_dir("XDG_STATE_HOME", "~/.local/state") is None
 
