@@ -11,11 +11,13 @@ def run() -> int:
     # Start-up builds tens of thousands of objects that live as long as the process (click, the
     # CLI): a collection while they are built frees nothing, and none need scan them again after,
     # the one at exit included. Both cost a 130-file check a tenth of its CPU (3 ms and 7 ms).
+    collecting = gc.isenabled()
     gc.disable()
     try:
         from .cli import main
     finally:
-        gc.enable()
+        if collecting:
+            gc.enable()
     gc.freeze()
     return main()
 
