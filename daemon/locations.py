@@ -1,7 +1,10 @@
 """Where distilld keeps its machine-local files, and the default store, without loading pydantic:
 `distilld check` and `distilld --help` need these and nothing heavier.
 
-Each folder comes from platformdirs and can be moved with an environment variable.
+Each folder comes from platformdirs and can be moved with an environment variable. On Linux
+the config and state folders are worked out here, as platformdirs does, without importing it:
+platformdirs (and the tempfile, shutil and random it brings) cost `check` more CPU than the
+check of a small store, and `check` needs both folders (the config file, the ledger it saw).
 """
 
 from __future__ import annotations
@@ -9,10 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import warnings
+import sys
 from pathlib import Path
-
-import platformdirs
 
 APP = "distilld"
 DEFAULT_STORE = "~/.aura-distill"
@@ -24,8 +25,48 @@ def _env_dir(name: str) -> Path | None:
     return Path(value).expanduser().absolute() if value else None
 
 
+def _plain_linux() -> bool:
+    """Linux and not an Android app: there platformdirs answers from XDG_* and HOME alone."""
+    if sys.platform != "linux" or hasattr(sys, "getandroidapilevel"):
+        return False
+    return not (os.environ.get("ANDROID_DATA") or os.environ.get("ANDROID_ROOT"))
+
+
+def _xdg_user_dir(variable: str, default: str) -> str | None:
+    """platformdirs' answer for a user folder on plain Linux: $VARIABLE if it is absolute, else
+    ``default`` under an absolute $HOME when $VARIABLE is unset or empty; None for what only
+    platformdirs settles (another platform, a relative $VARIABLE, which its versions treat
+    differently, no usable HOME), so that the caller asks it."""
+    if not _plain_linux():
+        return None
+    base = os.environ.get(variable, "")
+    if base:
+        return os.path.join(base, APP) if os.path.isabs(base) else None
+    if not os.path.isabs(os.environ.get("HOME", "")):
+        return None
+    return os.path.join(os.path.expanduser(default), APP)
+
+
+def user_config_dir() -> str:
+    found = _xdg_user_dir("XDG_CONFIG_HOME", "~/.config")
+    if found is not None:
+        return found
+    import platformdirs  # other platforms, and Linux without a usable HOME
+
+    return platformdirs.user_config_dir(APP)
+
+
+def user_state_dir() -> str:
+    found = _xdg_user_dir("XDG_STATE_HOME", "~/.local/state")
+    if found is not None:
+        return found
+    import platformdirs
+
+    return platformdirs.user_state_dir(APP)
+
+
 def config_dir() -> Path:
-    return _env_dir("DISTILLD_CONFIG_DIR") or Path(platformdirs.user_config_dir(APP))
+    return _env_dir("DISTILLD_CONFIG_DIR") or Path(user_config_dir())
 
 
 def config_file(explicit: Path | None = None) -> Path:
@@ -36,13 +77,17 @@ def config_file(explicit: Path | None = None) -> Path:
 
 
 def state_dir() -> Path:
-    return _env_dir("DISTILLD_STATE_DIR") or Path(platformdirs.user_state_dir(APP))
+    return _env_dir("DISTILLD_STATE_DIR") or Path(user_state_dir())
 
 
 def runtime_dir() -> Path:
     found = _env_dir("DISTILLD_RUNTIME_DIR")
     if found:
         return found
+    import warnings
+
+    import platformdirs  # the runtime folder has checks of its own: always platformdirs'
+
     with warnings.catch_warnings():
         # Without $XDG_RUNTIME_DIR platformdirs warns and falls back to /tmp/runtime-<uid>;
         # ensure_private_dir() then checks that folder really is ours.

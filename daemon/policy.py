@@ -14,10 +14,11 @@ own checks take them without importing this module.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import os
 import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -137,10 +138,23 @@ def _section(name: str, model: type[Any], data: dict[str, Any]) -> Any:
     return model(**{key: _CHECKS[declared[key]](f"{name}.{key}", value) for key, value in data.items()})
 
 
+def _shipped_text(name: str) -> str:
+    """A policy file shipped with distilld. Read from the package's folder when it is one:
+    importlib.resources (and the zipfile it brings) costs `check` more than the whole policy;
+    it only serves an install that is not plain files (a zip)."""
+    policies = importlib.import_module(f"{__package__}.policies")  # policies/ is mapped in, not daemon/
+    spec = policies.__spec__
+    if spec is not None and spec.has_location and spec.origin and os.path.isfile(spec.origin):
+        return Path(spec.origin).with_name(name).read_text("utf-8")
+    from importlib import resources
+
+    return resources.files(policies).joinpath(name).read_text("utf-8")
+
+
 @cache
 def _default_data() -> dict[str, Any]:
     """The shipped default.toml, parsed: the one place every default number is written."""
-    text = resources.files("distilld.policies").joinpath("default.toml").read_text("utf-8")
+    text = _shipped_text("default.toml")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -79,6 +79,37 @@ def test_check_loads_its_action_but_not_the_settings_or_git(tmp_path: Path) -> N
     assert [m for m in modules if m.split(".")[0] in HEAVY] == []
 
 
+# What `check` must not load: each was a measurable share of its start-up (README, Performance).
+# platformdirs (and the tempfile, shutil, random it brings) only on Linux, where locations.py
+# does without it.
+NOT_FOR_CHECK = ("pydantic", "pydantic_core", "pydantic_settings", "pygit2", "platformdirs", "tempfile",
+                 "shutil", "zipfile", "importlib.resources", "json", "secrets")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="elsewhere the folders come from platformdirs")
+@pytest.mark.parametrize("policy", [[], ["--policy", str(REPO / "policies" / "default.toml")]],
+                         ids=["default policy", "a policy file"])
+def test_check_loads_nothing_its_start_up_was_rid_of(policy: list[str], tmp_path: Path) -> None:
+    store = healthy_store(tmp_path / "store").root
+    # as a user runs it: no DISTILLD_* folders, the XDG defaults under HOME
+    env = {k: v for k, v in subprocess_env(tmp_path).items() if not k.startswith(("DISTILLD_", "XDG_"))}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "distilld", "check", *policy, str(store)],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "distilld.actions.check" in modules
+    assert sorted(m for m in modules if m in NOT_FOR_CHECK or m.split(".")[0] in NOT_FOR_CHECK) == []
+
+
+def test_the_entry_point_imports_the_cli_without_collecting_then_sets_its_objects_aside(tmp_path: Path) -> None:
+    script = ("import gc, sys\nfrom distilld.__main__ import run\nsys.argv = ['distilld', '--version']\n"
+              "code = run()\nprint(code, gc.isenabled(), gc.get_freeze_count() > 1000, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=subprocess_env(tmp_path), timeout=120, check=False)
+    assert done.stdout.startswith("distilld, version")
+    assert done.stderr.split() == ["0", "True", "True"], done.stderr
+
+
 # -- the store both ways, options after the command -------------------------------------------
 
 STORE_COMMANDS = [["check"], ["budget"], ["catalog"], ["gc"], ["compact"], ["lifecycle", "status"],

@@ -122,3 +122,18 @@ def test_cli_reports_a_bad_policy_on_one_stderr_line_with_exit_2(tmp_path: Path,
     lines = captured.err.splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("distilld: policy file ") and "spine.max_lines" in lines[0]
+
+
+def test_the_shipped_default_is_read_from_the_package_folder_or_else_through_importlib_resources(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import copy
+    import importlib
+
+    from distilld import policy
+
+    assert policy._shipped_text("default.toml") == DEFAULT_TOML.read_text("utf-8")
+    package = importlib.import_module("distilld.policies")
+    spec = copy.copy(package.__spec__)
+    spec.has_location = False  # as an install that is not plain files would say
+    monkeypatch.setattr(package, "__spec__", spec)
+    assert policy._shipped_text("default.toml") == DEFAULT_TOML.read_text("utf-8")

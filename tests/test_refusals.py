@@ -69,6 +69,15 @@ def test_budget_says_the_spine_is_unreadable(tmp_path: Path, capsysbinary: pytes
     assert b"lines of 80" not in out
 
 
+def test_escaping_skips_only_text_that_holds_no_control_character() -> None:
+    from distilld.cli._common import _ESCAPED_CONTROLS, escape_controls
+
+    for code in range(0x110):  # every character of the table, and its neighbours
+        text = f"ok {chr(code)} ok"
+        assert escape_controls(text) == text.translate(_ESCAPED_CONTROLS), hex(code)
+    assert escape_controls("plain\ttext\n" * 1000) == "plain\ttext\n" * 1000
+
+
 def test_output_escapes_control_bytes(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     b = healthy_store(tmp_path / "store")
     (b.root / "projects" / "x\x1b[2J\x07.md").write_text("# x\n")  # a name a terminal would act on

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,6 +94,8 @@ def count_line(result: CheckResult) -> str:
 
 
 def render_json(result: CheckResult) -> str:
+    import json  # only --json pays for it
+
     payload = {
         "store": str(result.store),
         "layout": result.layout.value,

@@ -17,8 +17,8 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import DistilldError, UnsafeStore
 from ..locations import instance_key, state_dir  # not ..settings: check stays light
@@ -100,8 +100,7 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-@dataclass(frozen=True)
-class LostLines:
+class LostLines(NamedTuple):
     lines: list[str]
     since: str  # "the last pass" or "the last commit (<id>)"
     kept_in: str  # where the lost lines can be read back from

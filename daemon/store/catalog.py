@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
+from typing import NamedTuple
 
 from .paths import is_legacy
 from .safety import breaks_a_row
@@ -90,8 +90,7 @@ def render_catalog(snapshot: Snapshot, now: datetime,
     return "\n".join(parts) + "\n"
 
 
-@dataclass(frozen=True)
-class CatalogRow:
+class CatalogRow(NamedTuple):
     line: str
     path: str | None  # text between "- " and the first " |", when the row has one
 

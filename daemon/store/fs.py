@@ -19,7 +19,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 import stat
 import threading
 from collections.abc import Iterator
@@ -40,6 +39,8 @@ _CONFINED = threading.local()
 
 def temp_name(name: str) -> str:
     """The temp name for a file called ``name``: hidden, marked as distilld's, with our pid."""
+    import secrets  # here: `check` imports this module but never writes
+
     return f".{name}.distilld-tmp.{os.getpid()}.{secrets.token_hex(4)}"
 
 

@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import NamedTuple
 
 from .paths import ARCHIVE_PREFIX, contained
 from .safety import unsafe_name_reason
@@ -31,8 +32,7 @@ RESTORE_EVENTS: tuple[str, ...] = ("restore", "restore (modified)")
 KEYS: tuple[str, ...] = ("from", "to", "sha256", "sha256-norm", "reason", "spine-entry")
 
 
-@dataclass(frozen=True)
-class LedgerProblem:
+class LedgerProblem(NamedTuple):
     code: str
     message: str
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .paths import CATALOG, LEDGER, SPINE, TIERS
 
@@ -23,8 +23,7 @@ NO_LINKED_FILES: tuple[str, ...] = ("archive", "data")
 MANAGED_FILES: tuple[str, ...] = (SPINE, CATALOG, LEDGER)
 
 
-@dataclass(frozen=True)
-class StoreLink:
+class StoreLink(NamedTuple):
     path: str  # relative to the store root
     target: str
 
@@ -120,8 +119,7 @@ def breaks_a_row(path: str) -> bool:
     return " | " in path or _CONTROL.search(path) is not None
 
 
-@dataclass(frozen=True)
-class UnsafeName:
+class UnsafeName(NamedTuple):
     path: str
     reason: str
 

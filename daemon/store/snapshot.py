@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import StoreError
 from .ledger import Ledger, parsed_ledger
@@ -36,8 +37,7 @@ def _stamp_of(info: os.stat_result) -> FileStamp:
     return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
 
 
-@dataclass(frozen=True)
-class ReadError:
+class ReadError(NamedTuple):
     path: str
     message: str
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from .lazy import cached
 
@@ -63,8 +64,7 @@ def is_continuation(line: str) -> bool:
     return not (line.startswith("#") or line.startswith("- ") or line.startswith("<!--"))
 
 
-@dataclass(frozen=True)
-class Pointer:
+class Pointer(NamedTuple):
     title: str
     path: str
 
@@ -179,8 +179,7 @@ class Spine:
 EM_DASH = "\u2014"
 
 
-@dataclass(frozen=True)
-class PointerRemoval:
+class PointerRemoval(NamedTuple):
     text: str  # the SPINE after the edit
     spine_entry: str  # the ledger's spine-entry: the removed line, or the derived single-pointer entry
     whole_entry: bool  # the entry went; False when other pointers kept the line

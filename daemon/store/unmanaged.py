@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .paths import LOCAL_DIRS, SHARED_DIRS
 
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-@dataclass(frozen=True)
-class UnmanagedFolder:
+class UnmanagedFolder(NamedTuple):
     name: str
     files: int
     synced: bool  # named in git.extra_folders: tracked and synced, still never maintained

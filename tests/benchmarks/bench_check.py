@@ -5,12 +5,17 @@ Not collected by pytest; run it by hand.
     python tests/benchmarks/bench_check.py --stores /tmp/s1,/tmp/s100      # stores made by storegen.py
     python tests/benchmarks/bench_check.py --scales 1,100 --runs 5         # generates them in a temp dir
 
-Child processes, one of each per round, interleaved: ``python -m distilld check STORE``; the same
+Child processes, one of each per round, interleaved: ``python -m distilld check STORE``, and the
+``distilld`` console script beside that Python when there is one (what a user types); the same
 check without the CLI's imports of every command (what check costs once the CLI imports per
 command); the plain checker
-(plain_checker.py, standard library only, written from STORE-FORMAT.md section 3), and a Python
-process that reads every file of the store's scanned folders and does nothing else. Before timing,
+(plain_checker.py, standard library only, written from STORE-FORMAT.md section 3), a Python
+process that reads every file of the store's scanned folders and does nothing else, and one that
+only imports click (the floor under any click command). Before timing,
 the plain checker's PASS/FAIL per group must equal distilld's, or the comparison means nothing.
+The header says which install it measured: run it with the Python of a non-editable install
+(``pip install .``, as a user has it) for the user's figure; an editable install's import hook
+adds its own cost to every start.
 Targets (issue 12): check CPU <= 1.0x the plain checker at every size; <= 4x reading every file at 100x.
 """
 
@@ -64,14 +69,22 @@ def measure(store: Path, runs: int) -> dict[str, Series]:
     plain = [sys.executable, str(HERE / "plain_checker.py"), str(store)]
     reader = [sys.executable, "-c", READ_EVERY_FILE, str(store)]
     only = [sys.executable, "-c", CHECK_ONLY, str(store)]
-    if not verdicts(ours) == verdicts(plain) == verdicts(only):
+    # What a user types: the console script beside this Python (no runpy, as `-m` has).
+    script = Path(sys.executable).with_name("distilld")
+    typed = [str(script), "check", str(store)] if script.exists() else None
+    if not verdicts(ours) == verdicts(plain) == verdicts(only) == (verdicts(typed) if typed else verdicts(ours)):
         raise SystemExit(f"{store}: verdicts differ: distilld {verdicts(ours)}, plain {verdicts(plain)}")
-    return interleaved({
+    candidates = {
         "distilld check": lambda: run_child(ours, ok_codes=(0, 1)),
         "check without the CLI's imports": lambda: run_child(only, ok_codes=(0, 1)),
         "plain checker": lambda: run_child(plain, ok_codes=(0, 1)),
         "read every file": lambda: run_child(reader),
-    }, runs)
+        # the CLI's own floor: check imports click, which the plain checker does not
+        "python -c 'import click'": lambda: run_child([sys.executable, "-c", "import click"]),
+    }
+    if typed:
+        candidates["distilld check (console script)"] = lambda: run_child(typed, ok_codes=(0, 1))
+    return interleaved(candidates, runs)
 
 
 def generate(scale: int, folder: Path) -> Path:
@@ -100,6 +113,13 @@ def main(argv: list[str] | None = None) -> int:
             bare = found["check without the CLI's imports"]
             row(f"the same, check without the CLI's imports ({store.name})", f"{ratio(bare, plain):.2f}",
                 "(once the CLI imports per command)")
+            click = found["python -c 'import click'"]
+            row(f"importing click alone, CPU / plain Python checker CPU ({store.name})", f"{ratio(click, plain):.2f}",
+                "(a floor for any click CLI)")
+            if "distilld check (console script)" in found:
+                typed = found["distilld check (console script)"]
+                row(f"`distilld check` (console script) CPU / plain checker CPU ({store.name})",
+                    f"{ratio(typed, plain):.2f}", "<= 1.0", ratio(typed, plain) <= 1.0)
             vs_plain = ratio(ours, plain)
             vs_read = ratio(ours, reader)
             row(f"`distilld check` CPU / plain Python checker CPU ({store.name})", f"{vs_plain:.2f}", "<= 1.0",

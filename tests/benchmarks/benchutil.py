@@ -188,10 +188,30 @@ def verdict(value: float, target: float) -> str:
     return "met" if value <= target else "MISSED"
 
 
+def distilld_install() -> str:
+    """How this Python has distilld: an editable install (pip install -e) puts an import hook in
+    site that every process start pays for, and that no user's install has; a start-up figure
+    means little without saying which."""
+    import importlib.util
+    import sysconfig
+
+    spec = importlib.util.find_spec("distilld")
+    if spec is None or spec.origin is None:
+        return "distilld is not importable here"
+    origin = Path(spec.origin).resolve()
+    site = Path(sysconfig.get_paths()["purelib"]).resolve()
+    if site in origin.parents:
+        return f"distilld: non-editable install (as a user installs it), in {site}"
+    hooked = any(site.glob("__editable__*distilld*"))
+    kind = "editable install (pip install -e: its import hook runs at every start)" if hooked else "source folder"
+    return f"distilld: {kind}, from {origin.parent}"
+
+
 def header(title: str, runs: int) -> None:
     print(f"\n{title}")
     print(f"  {load_average()}; Python {sys.version.split()[0]}; median of {max(runs, MIN_RUNS)} runs "
           "after a warm-up, interleaved")
+    print(f"  {distilld_install()}")
 
 
 def row(what: str, value: str, target: str, met: bool | None = None) -> None:
