@@ -106,7 +106,8 @@ def _first_checkout_strategy(store: StoreRepo, incoming: Flat) -> CheckoutStrate
         raise Blocked(f"files are staged in this repository before its first commit ({shown}); commit or "
                       "unstage them (`git reset`), then try again")
     root = str(store.root)
-    present = [p for p in sorted(incoming) if os.path.lexists(os.path.join(root, p))]
+    here = set(os.listdir(root))  # a path under a name the folder lacks cannot be there: no lstat for it
+    present = [p for p in sorted(incoming) if p.partition("/")[0] in here and os.path.lexists(os.path.join(root, p))]
     differing = []
     for path in present:
         full = store.root / path

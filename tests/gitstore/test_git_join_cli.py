@@ -23,7 +23,7 @@ from distilld.actions.sync import run_init
 from distilld.gitstore.auth import Credentials
 from distilld.gitstore.cli_join import fetch_env, transport, url_user
 from distilld.gitstore.errors import GitStoreError
-from distilld.gitstore.repo import open_store
+from distilld.gitstore.repo import init_store, open_store
 from distilld.gitstore.verify import verify_work_tree
 from distilld.policy import load_policy
 from gitmachines import GitCli, Machine, Origin, RefusingHttp, assert_converged, lifecycle_store, shared_files
@@ -125,25 +125,50 @@ def test_bytes_changed_under_the_checkout_are_reported_either_way(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                   git_on_path: bool) -> None:
     """The verification reads what is on disk after the checkout, whichever tool wrote it."""
-    victim = "craft/testing.md"
+    tamper_after_checkout(monkeypatch, tmp_path / "b" / VICTIM)
+    if not git_on_path:
+        no_git(monkeypatch, tmp_path)
+    joined = Machine("b", tmp_path / "b", origin).init()
+    assert [m.split(":")[0] for m in joined.mismatches] == [VICTIM]
+
+
+@pytest.mark.parametrize("git_on_path", [True, False])
+def test_a_sync_that_makes_the_first_checkout_reports_what_it_read_back(tmp_path: Path, origin: Origin,
+                                                                        first: Machine,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        git_on_path: bool) -> None:
+    """A repository set up with no commit yet (`distilld init` offline, say): the sync checks out."""
+    joining = tmp_path / "b"
+    joining.mkdir()
+    init_store(joining, None, origin.url)
+    tamper_after_checkout(monkeypatch, joining / VICTIM)
+    if not git_on_path:
+        no_git(monkeypatch, tmp_path)
+    report = Machine("b", joining, origin).sync()
+    assert report.integration == "first-checkout" and report.state == "mismatch"
+    assert [m.split(":")[0] for m in report.mismatches] == [VICTIM]
+    assert shared_files(joining) == {**shared_files(first.root), VICTIM: TAMPERED}
+
+
+VICTIM, TAMPERED = "craft/testing.md", b"changed behind the checkout's back\n"
+
+
+def tamper_after_checkout(monkeypatch: pytest.MonkeyPatch, victim: Path) -> None:
+    """Whichever tool checks out, ``victim`` is changed the moment it has written it."""
     real_cli, real_libgit2 = integrate_module.read_tree_with_cli, integrate_module._checkout
 
     def cli_then_tamper(store: object, *args: object) -> str | None:
         why_not = real_cli(store, *args)  # type: ignore[arg-type]
         if why_not is None:  # git checked out
-            (tmp_path / "b" / victim).write_bytes(b"changed behind the checkout's back\n")
+            victim.write_bytes(TAMPERED)
         return why_not
 
     def libgit2_then_tamper(store: object, *args: object, **kwargs: object) -> None:
         real_libgit2(store, *args, **kwargs)  # type: ignore[arg-type]
-        (tmp_path / "b" / victim).write_bytes(b"changed behind the checkout's back\n")
+        victim.write_bytes(TAMPERED)
 
     monkeypatch.setattr(integrate_module, "read_tree_with_cli", cli_then_tamper)
     monkeypatch.setattr(integrate_module, "_checkout", libgit2_then_tamper)
-    if not git_on_path:
-        no_git(monkeypatch, tmp_path)
-    joined = Machine("b", tmp_path / "b", origin).init()
-    assert [m.split(":")[0] for m in joined.mismatches] == [victim]
 
 
 def push_conflicted(tmp_path: Path, git: GitCli, origin: Origin) -> str:
