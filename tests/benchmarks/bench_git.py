@@ -196,13 +196,13 @@ def main(argv: list[str] | None = None) -> int:
             for n in range(slow_runs):
                 target, plain = bench.base / f"join-{n}", bench.base / f"clone-{n}"
 
-                def join() -> None:
+                def join(target: Path = target) -> None:
                     joins.samples.append(run_call(lambda: run_init(target, bench.policy, lambda: NOW,
                                                                    remote_url=str(origin),
                                                                    identity=Identity("other", "o@localhost"))))
                     wait_for_gc(target)
 
-                def clone() -> None:
+                def clone(plain: Path = plain) -> None:
                     # --no-local: a clone from a local path would hardlink the object files, which no
                     # clone from another machine can do; this is the transfer a real remote makes.
                     clones.samples.append(bench.git("clone", "-q", "--no-local", str(origin), str(plain)))
