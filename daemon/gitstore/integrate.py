@@ -205,7 +205,8 @@ def _first_checkout(store: StoreRepo, theirs: pygit2.Commit, label: str) -> Inte
         if why_not is None:
             checked = verify_checkout(store, incoming, find_markers=True)
             if checked.marked:
-                left = _undo_checkout(store, incoming, before, {m.path for m in checked.mismatches})
+                changed = {m.path for m in checked.mismatches if os.path.lexists(store.root / m.path)}
+                left = _undo_checkout(store, incoming, before, changed)
                 kept = (f"; taking the checkout back left {', '.join(left[:10])} (changed while it ran): "
                         "look at them before joining again") if left else ""
                 raise Blocked("; ".join(marker_problem(p) for p in checked.marked) + kept)

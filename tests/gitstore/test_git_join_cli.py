@@ -236,7 +236,8 @@ def test_a_file_changed_before_the_checkout_is_taken_back_is_left_and_named(tmp_
                                                                            first: Machine, git: GitCli,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The markers are those of the commit, even where the file on disk was changed since git
-    wrote it; the changed file is no longer only the checkout's, so it stays, and is named."""
+    wrote it; the changed file is no longer only the checkout's, so it stays, and is named (a
+    removed one is not)."""
     push_conflicted(tmp_path, git, origin)
     joining = tmp_path / "b"
     real = integrate_module.read_tree_with_cli
@@ -244,11 +245,13 @@ def test_a_file_changed_before_the_checkout_is_taken_back_is_left_and_named(tmp_
     def checkout_then_edit(store: object, *args: object) -> str | None:
         why_not = real(store, *args)  # type: ignore[arg-type]
         (joining / "craft" / "clash.md").write_bytes(b"# Clash\n\nresolved by hand meanwhile\n")
+        (joining / "SPINE.md").unlink()  # gone already: nothing to leave, nor to name
         return why_not
 
     monkeypatch.setattr(integrate_module, "read_tree_with_cli", checkout_then_edit)
     with pytest.raises(GitStoreError, match=r"craft/clash.md: the remote's version holds git conflict markers; "
-                                            r"taking the checkout back left craft/clash.md \(changed while it ran\)"):
+                                            r"taking the checkout back left craft/clash.md \(changed while it ran\)"
+                                            r": look at them before joining again$"):
         Machine("b", joining, origin).init()
     assert work_tree(joining) == {"craft/": None, "craft/clash.md": b"# Clash\n\nresolved by hand meanwhile\n"}
     assert pygit2.Repository(str(joining)).head_is_unborn
