@@ -39,7 +39,7 @@ from ..gitstore.repo import (
 )
 from ..gitstore.sync import SyncReport, sync_store
 from ..gitstore.trees import head_commit
-from ..gitstore.verify import verify_pull
+from ..gitstore.verify import verify_archive
 from ..policy import Policy
 
 DEFAULT_IDENTITY = Identity()
@@ -136,7 +136,8 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
                                     f"{done.reason}")
             if done.kind == "first-checkout" and done.new is not None:
                 outcome.checked_out = done.commit
-                outcome.mismatches = [str(m) for m in verify_pull(repo_store, None, done.new)]
+                # Every file was read back right after the checkout; the archive's checksums are left.
+                outcome.mismatches = [str(m) for m in done.verified + verify_archive(repo_store)]
     report.wrote = write_managed_files(repo_store.root)
     with hold():
         now = clock()

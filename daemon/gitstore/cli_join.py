@@ -1,6 +1,7 @@
 """A joining machine's git work through the git command line, which is several times faster than
 libgit2 at it: the fetch of the whole history (git's pack transfer and multi-threaded indexing),
-the search of every incoming file for conflict markers, and the first checkout.
+the search of every incoming file for conflict markers (when the checkout is not git's), and
+the files of the first checkout.
 
 Each function says when it could not do its part (git missing, credentials git cannot be given,
 git failed) and the caller then does it with pygit2; what happens to the store is the same. The
@@ -126,19 +127,17 @@ def marker_candidates(store: StoreRepo, commit: pygit2.Oid) -> set[str] | None:
     return {name.removeprefix(prefix) for name in names if name}
 
 
-def checkout_with_cli(store: StoreRepo, commit: pygit2.Oid, why: str) -> str | None:
-    """A first checkout of ``commit`` onto an unborn branch with git: the files and the index
-    (``read-tree -m -u`` refuses to overwrite any file it does not track), then the branch,
-    created only if it still does not exist. None when done, else why git could not; the caller
-    then checks out with libgit2, which also says which files are in the way."""
+def read_tree_with_cli(store: StoreRepo, commit: pygit2.Oid) -> str | None:
+    """The files and the index of a first checkout of ``commit`` onto an unborn branch, written
+    by git (``read-tree -m -u`` refuses to overwrite any file it does not track); the caller
+    checks what was written and then creates the branch. None when done, else why git could
+    not; the caller then checks out with libgit2, which also says which files are in the way."""
     problem = join_git_problem()
     if problem is not None:
         return problem
     try:
         # No sparse checkout from the user's configuration: libgit2 writes every file, and so must git.
         run_git(store.root, ["-c", "core.sparseCheckout=false", "read-tree", "-m", "-u", str(commit)],
-                LOCAL_TIMEOUT_SECONDS)
-        run_git(store.root, ["update-ref", "-m", f"distilld: {why}", store.branch_ref, str(commit), ""],
                 LOCAL_TIMEOUT_SECONDS)
     except GitCliFailed as error:
         return str(error)

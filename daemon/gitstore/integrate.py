@@ -9,20 +9,24 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import pygit2
 from pygit2.enums import CheckoutNotify, CheckoutStrategy
 
+from ..errors import UnsafeStore
+from ..store import fs
 from ..store.limits import Limits
 from ..store.merge import Sides
-from .cli_join import checkout_with_cli, marker_candidates
+from .cli_join import marker_candidates, read_tree_with_cli
 from .commit import new_pass_id
 from .errors import GitBusy
-from .merge import Flat, flatten, incoming_problems, merge_commits
+from .merge import Flat, flatten, incoming_problems, marker_problem, merge_commits
 from .remote import tracking_head
-from .repo import StoreRepo
+from .repo import StoreRepo, write_state_file
 from .trees import head_commit
+from .verify import Mismatch, verify_checkout
 
 
 class _Conflicts(pygit2.CheckoutCallbacks):
@@ -53,20 +57,26 @@ def _checkout(store: StoreRepo, old: pygit2.Commit | None, new: pygit2.Oid, why:
         where = ", ".join(sorted(set(conflicts.paths))) or str(error)
         raise Blocked(f"incoming changes would overwrite uncommitted edits ({where}); commit or move those "
                       "edits, and the next sync takes the changes in") from None
-    ref = repo.references.get(store.branch_ref)
     if old is None:
-        appeared = GitBusy(f"{store.root}: {store.branch} appeared while syncing; retrying later")
-        if ref is not None:
-            raise appeared
-        try:  # not forced: a branch made since the check above is the user's, and kept
-            repo.create_reference_direct(store.branch_ref, new, False, message=f"distilld: {why}")
-        except pygit2.AlreadyExistsError:
-            raise appeared from None
+        _create_branch(store, new, why)
         return
+    ref = repo.references.get(store.branch_ref)
     if ref is None or ref.target != old.id:
         raise GitBusy(f"{store.root}: {store.branch} moved while syncing; the work tree holds the synced files, "
                       "retrying later")
     ref.set_target(new, f"distilld: {why}")
+
+
+def _create_branch(store: StoreRepo, new: pygit2.Oid, why: str) -> None:
+    """The branch of a first checkout, made only if it still does not exist."""
+    repo = store.repo
+    appeared = GitBusy(f"{store.root}: {store.branch} appeared while syncing; retrying later")
+    if repo.references.get(store.branch_ref) is not None:
+        raise appeared
+    try:  # not forced: a branch made since the check above is the user's, and kept
+        repo.create_reference_direct(store.branch_ref, new, False, message=f"distilld: {why}")
+    except pygit2.AlreadyExistsError:
+        raise appeared from None
 
 
 def _changes(old: pygit2.Tree | None, new: pygit2.Tree) -> Flat:
@@ -96,7 +106,8 @@ def _first_checkout_strategy(store: StoreRepo, incoming: Flat) -> CheckoutStrate
         raise Blocked(f"files are staged in this repository before its first commit ({shown}); commit or "
                       "unstage them (`git reset`), then try again")
     root = str(store.root)
-    present = [p for p in sorted(incoming) if os.path.lexists(os.path.join(root, p))]
+    here = set(os.listdir(root))  # a path under a name the folder lacks cannot be there: no lstat for it
+    present = [p for p in sorted(incoming) if p.partition("/")[0] in here and os.path.lexists(os.path.join(root, p))]
     differing = []
     for path in present:
         full = store.root / path
@@ -109,6 +120,107 @@ def _first_checkout_strategy(store: StoreRepo, incoming: Flat) -> CheckoutStrate
     return CheckoutStrategy.FORCE if present else CheckoutStrategy.SAFE
 
 
+def _folders(files: Flat) -> set[str]:
+    """Every folder holding a file of ``files``, by its path."""
+    found: set[str] = set()
+    for path in files:
+        folder = path.rpartition("/")[0]
+        while folder and folder not in found:
+            found.add(folder)
+            folder = folder.rpartition("/")[0]
+    return found
+
+
+@dataclass(frozen=True)
+class _BeforeCheckout:
+    """What a folder held before git's first checkout, to take the checkout back: which of the
+    commit's folders were there already, and the index file's bytes (None: there was none)."""
+
+    folders: frozenset[str]
+    index: bytes | None
+
+    @classmethod
+    def of(cls, store: StoreRepo, files: Flat) -> _BeforeCheckout:
+        there = frozenset(f for f in _folders(files) if (store.root / f).is_dir())
+        try:
+            index = (Path(store.repo.path) / "index").read_bytes()
+        except FileNotFoundError:
+            index = None
+        return cls(there, index)
+
+
+def _undo_checkout(store: StoreRepo, files: Flat, before: _BeforeCheckout, keep: set[str]) -> list[str]:
+    """Take back a first checkout that git wrote into a folder holding none of ``files`` (its
+    read-tree refuses to overwrite one): the files, except ``keep`` (changed since git wrote
+    them: no longer only ours), the folders it made, and the index. Returns what is left."""
+    left = sorted(keep)
+    for path in sorted(files.keys() - keep):
+        try:
+            fs.remove(store.root / path, durable=False)
+        except FileNotFoundError:
+            continue
+        except (OSError, UnsafeStore):
+            left.append(path)
+    for folder in sorted(_folders(files) - before.folders, key=lambda f: f.count("/"), reverse=True):
+        full = store.root / folder
+        if not fs.remove_empty_folder(full) and full.is_dir() and not any(p.startswith(folder + "/") for p in left):
+            left.append(folder + "/")  # something new in it: not ours to remove
+    index = Path(store.repo.path) / "index"
+    if before.index is None:
+        index.unlink(missing_ok=True)
+    else:
+        write_state_file(index, before.index)
+    return left
+
+
+def _refuse_marked(store: StoreRepo, commit: pygit2.Oid, incoming: Flat) -> None:
+    """Before libgit2 writes a file: the commit's blobs searched for conflict markers."""
+    problems = incoming_problems(store.repo, {}, incoming, marker_candidates(store, commit))
+    if problems:
+        raise Blocked("; ".join(problems))
+
+
+def _first_checkout(store: StoreRepo, theirs: pygit2.Commit, label: str) -> Integration:
+    """A joining machine's first checkout. git writes it when it can, and what it wrote is read
+    back once, both to verify the bytes and to search them for conflict markers (searching the
+    blobs first would decompress the whole history a second time); a file holding markers takes
+    the checkout back, leaving the folder as it was. libgit2's checkout is searched first."""
+    incoming = _changes(None, theirs.tree)
+    # The problems found without reading a blob (all but the markers): when there are any, the
+    # blobs are searched too, so that the refusal names every problem, as it always did.
+    if incoming_problems(store.repo, {}, incoming, set()):
+        _refuse_marked(store, theirs.id, incoming)
+    try:
+        strategy = _first_checkout_strategy(store, incoming)
+    except Blocked:
+        _refuse_marked(store, theirs.id, incoming)  # markers are named before files in the way
+        raise
+    why = f"first checkout of {label}"
+    notes: list[str] = []
+    # git is faster at writing a whole store; FORCE (a copy already here) stays libgit2's,
+    # which alone can keep ignored files while overwriting identical tracked ones.
+    if strategy == CheckoutStrategy.SAFE:
+        before = _BeforeCheckout.of(store, incoming)
+        why_not = read_tree_with_cli(store, theirs.id)
+        if why_not is None:
+            checked = verify_checkout(store, incoming, find_markers=True)
+            if checked.marked:
+                changed = {m.path for m in checked.mismatches if os.path.lexists(store.root / m.path)}
+                left = _undo_checkout(store, incoming, before, changed)
+                kept = (f"; taking the checkout back left {', '.join(left[:10])} (changed while it ran): "
+                        "look at them before joining again") if left else ""
+                raise Blocked("; ".join(marker_problem(p) for p in checked.marked) + kept)
+            _create_branch(store, theirs.id, why)
+            return Integration("first-checkout", new=theirs.tree, commit=str(theirs.id),
+                               verified=checked.mismatches)
+        notes.append(f"the first checkout: {why_not}; libgit2 checked out the store instead")
+    _refuse_marked(store, theirs.id, incoming)
+    _checkout(store, None, theirs.id, why, strategy)
+    checked = verify_checkout(store, incoming, find_markers=False)
+    return Integration("first-checkout", new=theirs.tree, commit=str(theirs.id), notes=notes,
+                       verified=checked.mismatches)
+
+
 @dataclass
 class Integration:
     kind: Literal["up-to-date", "ahead", "no-remote-branch", "fast-forward", "first-checkout", "merged", "blocked"]
@@ -119,6 +231,7 @@ class Integration:
     inbox: list[str] = field(default_factory=list)
     resolutions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. why git's command line did not check out
+    verified: list[Mismatch] = field(default_factory=list)  # a first checkout's files, read back
 
 
 def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, limits: Limits,
@@ -133,19 +246,7 @@ def integrate(store: StoreRepo, now: datetime, signature: pygit2.Signature, limi
     label = f"{store.remote}/{store.branch}"
     try:
         if head is None:
-            incoming = _changes(None, theirs.tree)
-            problems = incoming_problems(repo, {}, incoming, marker_candidates(store, theirs.id))
-            if problems:
-                return Integration("blocked", "; ".join(problems))
-            strategy = _first_checkout_strategy(store, incoming)
-            why = f"first checkout of {label}"
-            # git is faster at writing a whole store; FORCE (a copy already here) stays libgit2's,
-            # which alone can keep ignored files while overwriting identical tracked ones.
-            why_not = checkout_with_cli(store, theirs.id, why) if strategy == CheckoutStrategy.SAFE else None
-            if strategy != CheckoutStrategy.SAFE or why_not is not None:
-                _checkout(store, None, theirs.id, why, strategy)
-            notes = [f"the first checkout: {why_not}; libgit2 checked out the store instead"] if why_not else []
-            return Integration("first-checkout", old=None, new=theirs.tree, commit=str(theirs.id), notes=notes)
+            return _first_checkout(store, theirs, label)
         if head.id == theirs.id:
             return Integration("up-to-date")
         if repo.descendant_of(head.id, theirs.id):

@@ -103,13 +103,17 @@ def incoming_problems(repo: pygit2.Repository, before: Flat, after: Flat,
                 continue
             blob = repo[oid]
             if isinstance(blob, pygit2.Blob) and has_conflict_markers(blob.data):
-                problems.append(f"{path}: the remote's version holds git conflict markers")
+                problems.append(marker_problem(path))
         elif path in MANAGED_FILES:
             blob = repo[oid]
             if isinstance(blob, pygit2.Blob) and not _keeps_block(path, blob.data):
                 problems.append(f"{path}: the remote's version drops distilld's settings (byte-exactness, "
                                 "the allow-list); run `distilld init` on the machine that changed it")
     return problems
+
+
+def marker_problem(path: str) -> str:
+    return f"{path}: the remote's version holds git conflict markers"
 
 
 def _keeps_block(path: str, data: bytes) -> bool:

@@ -32,7 +32,7 @@ from .remote import PushRejected, ahead_behind, fetch, push, tracking_head
 from .repo import MANAGED_FILES, StoreRepo, busy_reason, write_info_attributes
 from .sync_state import SyncState, backoff_seconds, load_state, save_state
 from .trees import head_commit
-from .verify import verify_pulled
+from .verify import verify_archive, verify_pulled
 
 PUSH_ROUNDS = 3  # a rejected push: fetch, integrate, push again, this many times at most
 
@@ -123,7 +123,9 @@ class _Run:
         report.inbox += done.inbox
         report.resolutions += done.resolutions
         if done.new is not None:
-            mismatches = verify_pulled(self.store, done.old, done.new, dirty)
+            # A first checkout read every file back already: only the archive's checksums are left.
+            mismatches = (done.verified + verify_archive(self.store) if done.kind == "first-checkout"
+                          else verify_pulled(self.store, done.old, done.new, dirty))
             report.mismatches += [str(m) for m in mismatches]
             self.mismatched.update(m.path for m in mismatches)
             if mismatches:

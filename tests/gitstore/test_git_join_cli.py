@@ -23,7 +23,7 @@ from distilld.actions.sync import run_init
 from distilld.gitstore.auth import Credentials
 from distilld.gitstore.cli_join import fetch_env, transport, url_user
 from distilld.gitstore.errors import GitStoreError
-from distilld.gitstore.repo import open_store
+from distilld.gitstore.repo import init_store, open_store
 from distilld.gitstore.verify import verify_work_tree
 from distilld.policy import load_policy
 from gitmachines import GitCli, Machine, Origin, RefusingHttp, assert_converged, lifecycle_store, shared_files
@@ -97,7 +97,7 @@ def test_the_cli_join_and_the_libgit2_join_leave_the_same_store(tmp_path: Path, 
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     with_cli = Machine("b", tmp_path / "b", origin)
     joined = with_cli.init()
-    assert git_calls == ["fetch", "grep", "read-tree", "update-ref"]  # all of the join's git work
+    assert git_calls == ["fetch", "read-tree"]  # all of the join's git work: the branch is libgit2's
     assert joined.checked_out == first.head() and joined.mismatches == []
     git_calls.clear()
     no_git(monkeypatch, tmp_path)
@@ -125,25 +125,50 @@ def test_bytes_changed_under_the_checkout_are_reported_either_way(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                   git_on_path: bool) -> None:
     """The verification reads what is on disk after the checkout, whichever tool wrote it."""
-    victim = "craft/testing.md"
-    real_cli, real_libgit2 = integrate_module.checkout_with_cli, integrate_module._checkout
+    tamper_after_checkout(monkeypatch, tmp_path / "b" / VICTIM)
+    if not git_on_path:
+        no_git(monkeypatch, tmp_path)
+    joined = Machine("b", tmp_path / "b", origin).init()
+    assert [m.split(":")[0] for m in joined.mismatches] == [VICTIM]
+
+
+@pytest.mark.parametrize("git_on_path", [True, False])
+def test_a_sync_that_makes_the_first_checkout_reports_what_it_read_back(tmp_path: Path, origin: Origin,
+                                                                        first: Machine,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        git_on_path: bool) -> None:
+    """A repository set up with no commit yet (`distilld init` offline, say): the sync checks out."""
+    joining = tmp_path / "b"
+    joining.mkdir()
+    init_store(joining, None, origin.url)
+    tamper_after_checkout(monkeypatch, joining / VICTIM)
+    if not git_on_path:
+        no_git(monkeypatch, tmp_path)
+    report = Machine("b", joining, origin).sync()
+    assert report.integration == "first-checkout" and report.state == "mismatch"
+    assert [m.split(":")[0] for m in report.mismatches] == [VICTIM]
+    assert shared_files(joining) == {**shared_files(first.root), VICTIM: TAMPERED}
+
+
+VICTIM, TAMPERED = "craft/testing.md", b"changed behind the checkout's back\n"
+
+
+def tamper_after_checkout(monkeypatch: pytest.MonkeyPatch, victim: Path) -> None:
+    """Whichever tool checks out, ``victim`` is changed the moment it has written it."""
+    real_cli, real_libgit2 = integrate_module.read_tree_with_cli, integrate_module._checkout
 
     def cli_then_tamper(store: object, *args: object) -> str | None:
         why_not = real_cli(store, *args)  # type: ignore[arg-type]
         if why_not is None:  # git checked out
-            (tmp_path / "b" / victim).write_bytes(b"changed behind the checkout's back\n")
+            victim.write_bytes(TAMPERED)
         return why_not
 
     def libgit2_then_tamper(store: object, *args: object, **kwargs: object) -> None:
         real_libgit2(store, *args, **kwargs)  # type: ignore[arg-type]
-        (tmp_path / "b" / victim).write_bytes(b"changed behind the checkout's back\n")
+        victim.write_bytes(TAMPERED)
 
-    monkeypatch.setattr(integrate_module, "checkout_with_cli", cli_then_tamper)
+    monkeypatch.setattr(integrate_module, "read_tree_with_cli", cli_then_tamper)
     monkeypatch.setattr(integrate_module, "_checkout", libgit2_then_tamper)
-    if not git_on_path:
-        no_git(monkeypatch, tmp_path)
-    joined = Machine("b", tmp_path / "b", origin).init()
-    assert [m.split(":")[0] for m in joined.mismatches] == [victim]
 
 
 def push_conflicted(tmp_path: Path, git: GitCli, origin: Origin) -> str:
@@ -171,19 +196,116 @@ def test_a_remote_holding_conflict_markers_is_refused_either_way(tmp_path: Path,
     assert not (joining / "craft").exists() and not (joining / "SPINE.md").exists()  # nothing checked out
 
 
+def work_tree(root: Path) -> dict[str, bytes | None]:
+    """Every file (with its bytes) and folder (None) outside .git, but the lock protocol's."""
+    out: dict[str, bytes | None] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        here = Path(dirpath)
+        out.update({(here / d).relative_to(root).as_posix() + "/": None for d in dirnames})
+        out.update({(here / f).relative_to(root).as_posix(): (here / f).read_bytes()
+                    for f in filenames if not f.startswith((".lock", ".status"))})
+    return out
+
+
+@pytest.mark.parametrize("git_on_path", [True, False])
+def test_a_refused_join_leaves_the_folder_as_it_was_either_way(tmp_path: Path, origin: Origin, first: Machine,
+                                                               git: GitCli, git_calls: list[str],
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               git_on_path: bool) -> None:
+    """git writes the checkout before its files are searched for markers: it is taken back, and
+    what was there before (a folder the commit also has, a machine-local file) stays."""
+    push_conflicted(tmp_path, git, origin)
+    joining = tmp_path / "b"
+    (joining / "craft").mkdir(parents=True)
+    (joining / "data").mkdir()
+    (joining / "data" / "scratch.txt").write_bytes(b"machine-local\n")
+    before = work_tree(joining)
+    if not git_on_path:
+        no_git(monkeypatch, tmp_path)
+    with pytest.raises(GitStoreError) as refused:
+        Machine("b", joining, origin).init()
+    assert str(refused.value).endswith("craft/clash.md: the remote's version holds git conflict markers")
+    assert git_calls == (["fetch", "read-tree"] if git_on_path else [])  # git wrote it all, and it was undone
+    assert work_tree(joining) == before
+    assert not (joining / ".git" / "index").exists()
+    assert pygit2.Repository(str(joining)).head_is_unborn
+
+
+def test_a_file_changed_before_the_checkout_is_taken_back_is_left_and_named(tmp_path: Path, origin: Origin,
+                                                                           first: Machine, git: GitCli,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The markers are those of the commit, even where the file on disk was changed since git
+    wrote it; the changed file is no longer only the checkout's, so it stays, and is named (a
+    removed one is not)."""
+    push_conflicted(tmp_path, git, origin)
+    joining = tmp_path / "b"
+    real = integrate_module.read_tree_with_cli
+
+    def checkout_then_edit(store: object, *args: object) -> str | None:
+        why_not = real(store, *args)  # type: ignore[arg-type]
+        (joining / "craft" / "clash.md").write_bytes(b"# Clash\n\nresolved by hand meanwhile\n")
+        (joining / "SPINE.md").unlink()  # gone already: nothing to leave, nor to name
+        return why_not
+
+    monkeypatch.setattr(integrate_module, "read_tree_with_cli", checkout_then_edit)
+    with pytest.raises(GitStoreError, match=r"craft/clash.md: the remote's version holds git conflict markers; "
+                                            r"taking the checkout back left craft/clash.md \(changed while it ran\)"
+                                            r": look at them before joining again$"):
+        Machine("b", joining, origin).init()
+    assert work_tree(joining) == {"craft/": None, "craft/clash.md": b"# Clash\n\nresolved by hand meanwhile\n"}
+    assert pygit2.Repository(str(joining)).head_is_unborn
+
+
+@pytest.mark.parametrize("git_on_path", [True, False])
+def test_markers_are_named_before_a_differing_file_in_the_way_either_way(tmp_path: Path, origin: Origin,
+                                                                         first: Machine, git: GitCli,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         git_on_path: bool) -> None:
+    push_conflicted(tmp_path, git, origin)
+    joining = tmp_path / "b"
+    joining.mkdir()
+    (joining / "SPINE.md").write_bytes(b"# another SPINE\n")
+    if not git_on_path:
+        no_git(monkeypatch, tmp_path)
+    with pytest.raises(GitStoreError, match=r"craft/clash.md: the remote's version holds git conflict markers$"):
+        Machine("b", joining, origin).init()
+    assert work_tree(joining) == {"SPINE.md": b"# another SPINE\n"}
+
+
+@pytest.mark.parametrize("git_on_path", [True, False])
+def test_a_refusal_for_a_symlink_names_the_markers_too_either_way(tmp_path: Path, origin: Origin, first: Machine,
+                                                                  git: GitCli, monkeypatch: pytest.MonkeyPatch,
+                                                                  git_on_path: bool) -> None:
+    clone = tmp_path / "user-clone"
+    git(tmp_path, "clone", "-q", origin.url, str(clone))
+    (clone / "craft" / "clash.md").write_bytes(CONFLICTED)
+    (clone / "craft" / "link.md").symlink_to("clash.md")
+    git(clone, "add", "craft")
+    git(clone, "commit", "-q", "-m", "a link and an unresolved merge")
+    git(clone, "push", "-q", "origin", "HEAD:main")
+    if not git_on_path:
+        no_git(monkeypatch, tmp_path)
+    joining = tmp_path / "b"
+    with pytest.raises(GitStoreError, match=r"craft/clash.md: the remote's version holds git conflict markers; "
+                                            r"craft/link.md: the remote holds a symlink"):
+        Machine("b", joining, origin).init()
+    assert work_tree(joining) == {}
+
+
 def test_the_cli_checkout_never_overwrites_a_file_that_appears_under_it(tmp_path: Path, origin: Origin,
                                                                        first: Machine,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A file written after the check that found none in the way: git refuses, libgit2 then names it."""
     joining = tmp_path / "b"
-    real = integrate_module.checkout_with_cli
+    real = integrate_module.read_tree_with_cli
 
     def agent_writes_first(store: object, *args: object) -> bool:
         (joining / "craft").mkdir(exist_ok=True)
         (joining / "craft" / "testing.md").write_bytes(b"an agent's note, written just now\n")
         return real(store, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(integrate_module, "checkout_with_cli", agent_writes_first)
+    monkeypatch.setattr(integrate_module, "read_tree_with_cli", agent_writes_first)
     with pytest.raises(GitStoreError, match=r"would overwrite uncommitted edits \(craft/testing.md\)"):
         Machine("b", joining, origin).init()
     assert (joining / "craft" / "testing.md").read_bytes() == b"an agent's note, written just now\n"
@@ -278,7 +400,7 @@ def test_a_refusing_https_remote_is_given_the_token_once_and_never_hangs(tmp_pat
 
 def test_a_failed_git_checkout_is_said_and_libgit2_checks_out_instead(tmp_path: Path, origin: Origin, first: Machine,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(integrate_module, "checkout_with_cli", lambda *args: "git read-tree was killed")
+    monkeypatch.setattr(integrate_module, "read_tree_with_cli", lambda *args: "git read-tree was killed")
     joined = Machine("b", tmp_path / "b", origin).init()
     assert ("the first checkout: git read-tree was killed; libgit2 checked out the store instead"
             in joined.report.notes)

@@ -197,7 +197,8 @@ def killed_join(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, origin: Origin,
     return done.returncode
 
 
-@pytest.mark.parametrize("step", ["fetch", "read-tree", "update-ref"])
+# read-tree is the last git step: the branch is libgit2's, made once the files are read back.
+@pytest.mark.parametrize("step", ["fetch", "read-tree"])
 def test_a_join_killed_at_any_git_step_runs_again_to_the_same_store(
         tmp_path: Path, origin: Origin, monkeypatch: pytest.MonkeyPatch, step: str) -> None:
     a = pushed_machine(tmp_path, origin)
