@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from distilld.actions.migrate import run_migrate
 from distilld.engine.lock import StoreLock
+from distilld.log import utc_stamp
 from distilld.policy import load_policy
 from distilld.settings import instance_key
 from distilld.store.invariants import check_store
@@ -145,6 +146,9 @@ def test_the_daemon_keeps_a_migrated_store_within_budget_while_an_agent_writes(t
         wait_for(lambda: idle() and "compaction" in status().get("passes", {}), 120, "the daemon's first passes")
         for number in range(ROUNDS):
             at = (status().get("passes", {}).get("compaction") or {}).get("at")
+            # A pass is stamped to the second: the next compaction is told apart by its stamp only
+            # once the clock has left the second of the last one (a fast pass can finish in it).
+            wait_for(lambda: utc_stamp() != at, 30, "the clock to leave the last compaction's second")
             agent.session(number)
             # The agent's entries breach the 400-byte cap: the daemon compacts on its own.
             wait_for(lambda: (status().get("passes", {}).get("compaction") or {}).get("at") != at and idle(),

@@ -33,6 +33,7 @@ from builders import EM
 from distilld.cli import main as cli_main
 from distilld.engine.context import PassContext
 from distilld.engine.crash import CRASH_ENV, PAUSE_ENV, PAUSE_FILE_ENV
+from distilld.engine.journal import journal_order
 from distilld.store.findings import Finding, fail
 from maintenance_fixtures import age_lock, have_bash, migrated_store_over_targets, oracle_passes
 
@@ -123,8 +124,10 @@ def cli(args: list[str]) -> tuple[int, str]:
 
 
 def journals(root: Path) -> list[list[dict[str, object]]]:
+    # In time order: two passes in the same second are "<stamp>.jsonl" and "<stamp>-2.jsonl",
+    # which plain sorting turns round ("-" sorts before ".").
     return [[json.loads(line) for line in p.read_text().splitlines()[1:]]
-            for p in sorted((root / "data/compact-journals").glob("*.jsonl"))]
+            for p in sorted((root / "data/compact-journals").glob("*.jsonl"), key=journal_order)]
 
 
 def no_journal_unfinished(root: Path) -> None:
