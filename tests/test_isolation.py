@@ -17,3 +17,15 @@ def test_a_tests_own_undo_leaves_distilld_in_the_temporary_folders(tmp_path: Pat
     assert state_dir() == tmp_path / "distilld-state"
     assert config_dir() == tmp_path / "distilld-config"
     assert str(runtime_dir()).startswith("/tmp/dd-")
+
+
+@pytest.fixture(scope="module")
+def state_dir_seen_by_a_module_fixture() -> Path:
+    return state_dir()  # set up before any test's own folders exist
+
+
+def test_a_module_fixture_gets_the_sessions_folders_not_the_real_ones(state_dir_seen_by_a_module_fixture: Path,
+                                                                       tmp_path: Path) -> None:
+    seen = state_dir_seen_by_a_module_fixture
+    assert seen.name == "state" and seen.parent.name.startswith("distilld-session")
+    assert seen.parent.parent == tmp_path.parent  # the session's own temporary base

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -109,8 +110,12 @@ def test_the_html_page_draws_every_chart_in_a_real_browser(store_b: Path, tmp_pa
                     "install it with `apt-get install chromium` to run this test)")
     base = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-extensions",
             "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars"]
+    # Chromium writes crash reports and a settings cache under HOME whatever its profile folder.
+    home = tmp_path / "browser-home"
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "XDG_CACHE_HOME": str(home / ".cache")}
     dom = subprocess.run([*base, "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+                         capture_output=True, text=True, timeout=120, check=True, env=env).stdout
     charts = dict(re.findall(r'<figure class="chart" id="chart-([a-z]+)" data-drawn="(\w+)"', dom))
     assert charts == {"growth": "yes", "entries": "yes", "debt": "yes", "bounds": "yes"}, charts
     marks = {k: int(v) for k, v in re.findall(r'id="chart-([a-z]+)" data-drawn="yes" data-marks="(\d+)"', dom)}
@@ -119,7 +124,7 @@ def test_the_html_page_draws_every_chart_in_a_real_browser(store_b: Path, tmp_pa
     assert dom.count("<svg") >= 4
     shot = tmp_path / "report.png"
     subprocess.run([*base, "--window-size=1100,2400", f"--screenshot={shot}", page.as_uri()],
-                   capture_output=True, timeout=120, check=True)
+                   capture_output=True, timeout=120, check=True, env=env)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
 
 
