@@ -29,11 +29,13 @@ import json
 import os
 import stat
 import time
+from pathlib import Path
 from typing import Any
 
 import pygit2
 from pygit2.enums import FileMode
 
+from ..store.snapshot import stamp_of
 from .repo import StoreRepo, write_state_file
 
 FRESH_INDEX = "fresh-index.json"  # in the state folder: paths whose stat data waits for their second to end
@@ -62,9 +64,8 @@ class _StatEntry(pygit2.IndexEntry):
 
 
 def same_file(first: os.stat_result, second: os.stat_result) -> bool:
-    """The same file, unchanged: git's own stat fields, and the file's type."""
-    return (first.st_mtime_ns, first.st_ctime_ns, first.st_size, first.st_ino, first.st_dev, first.st_mode) == (
-        second.st_mtime_ns, second.st_ctime_ns, second.st_size, second.st_ino, second.st_dev, second.st_mode)
+    """The same file, unchanged: the snapshot's stamp, and the device and the file's type."""
+    return stamp_of(first) == stamp_of(second) and (first.st_dev, first.st_mode) == (second.st_dev, second.st_mode)
 
 
 def _in_index_range(info: os.stat_result) -> bool:
@@ -128,8 +129,8 @@ def add_committed(index: pygit2.Index, repo: pygit2.Repository, root: str, path:
 
 # -- entries too fresh for their stat data: recorded on a later pass --------------------------
 
-def _fresh_path(store: StoreRepo) -> str:
-    return os.path.join(store.state_dir, FRESH_INDEX)
+def _fresh_file(store: StoreRepo) -> Path:
+    return store.state_dir / FRESH_INDEX
 
 
 def remember_fresh(store: StoreRepo, fresh: dict[str, tuple[pygit2.Oid, int]]) -> None:
@@ -137,12 +138,12 @@ def remember_fresh(store: StoreRepo, fresh: dict[str, tuple[pygit2.Oid, int]]) -
     waiting = _load_fresh(store)
     waiting.update({path: (str(oid), mode) for path, (oid, mode) in fresh.items()})
     if waiting:
-        write_state_file(store.state_dir / FRESH_INDEX, json.dumps(waiting, indent=1).encode())
+        write_state_file(_fresh_file(store), json.dumps(waiting, indent=1).encode())
 
 
 def _load_fresh(store: StoreRepo) -> dict[str, tuple[str, int]]:
     try:
-        loaded = json.loads(open(_fresh_path(store), "rb").read())
+        loaded = json.loads(_fresh_file(store).read_bytes())
     except FileNotFoundError:
         return {}
     except (OSError, ValueError):
@@ -176,9 +177,6 @@ def settle_fresh_entries(store: StoreRepo) -> None:
             index.write()
         except (pygit2.GitError, OSError):
             return  # git is busy (index.lock): the list stays for the next pass
-    try:
-        os.unlink(_fresh_path(store))
-    except FileNotFoundError:
-        pass
+    _fresh_file(store).unlink(missing_ok=True)
     if still:
         remember_fresh(store, still)
