@@ -9,24 +9,21 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal
 
 import pygit2
 from pygit2.enums import CheckoutNotify, CheckoutStrategy
 
-from ..errors import UnsafeStore
-from ..store import fs
 from ..store.limits import Limits
 from ..store.merge import Sides
 from .cli_join import marker_candidates, read_tree_with_cli
 from .commit import new_pass_id
 from .errors import GitBusy
-from .merge import Flat, flatten, incoming_problems, marker_problem, merge_commits
+from .merge import Flat, flatten, incoming_problems, merge_commits
 from .remote import tracking_head
-from .repo import StoreRepo, write_state_file
+from .repo import StoreRepo
 from .trees import head_commit
-from .verify import Mismatch, verify_checkout
+from .verify import Mismatch, verify_paths
 
 
 class _Conflicts(pygit2.CheckoutCallbacks):
@@ -120,105 +117,32 @@ def _first_checkout_strategy(store: StoreRepo, incoming: Flat) -> CheckoutStrate
     return CheckoutStrategy.FORCE if present else CheckoutStrategy.SAFE
 
 
-def _folders(files: Flat) -> set[str]:
-    """Every folder holding a file of ``files``, by its path."""
-    found: set[str] = set()
-    for path in files:
-        folder = path.rpartition("/")[0]
-        while folder and folder not in found:
-            found.add(folder)
-            folder = folder.rpartition("/")[0]
-    return found
-
-
-@dataclass(frozen=True)
-class _BeforeCheckout:
-    """What a folder held before git's first checkout, to take the checkout back: which of the
-    commit's folders were there already, and the index file's bytes (None: there was none)."""
-
-    folders: frozenset[str]
-    index: bytes | None
-
-    @classmethod
-    def of(cls, store: StoreRepo, files: Flat) -> _BeforeCheckout:
-        there = frozenset(f for f in _folders(files) if (store.root / f).is_dir())
-        try:
-            index = (Path(store.repo.path) / "index").read_bytes()
-        except FileNotFoundError:
-            index = None
-        return cls(there, index)
-
-
-def _undo_checkout(store: StoreRepo, files: Flat, before: _BeforeCheckout, keep: set[str]) -> list[str]:
-    """Take back a first checkout that git wrote into a folder holding none of ``files`` (its
-    read-tree refuses to overwrite one): the files, except ``keep`` (changed since git wrote
-    them: no longer only ours), the folders it made, and the index. Returns what is left."""
-    left = sorted(keep)
-    for path in sorted(files.keys() - keep):
-        try:
-            fs.remove(store.root / path, durable=False)
-        except FileNotFoundError:
-            continue
-        except (OSError, UnsafeStore):
-            left.append(path)
-    for folder in sorted(_folders(files) - before.folders, key=lambda f: f.count("/"), reverse=True):
-        full = store.root / folder
-        if not fs.remove_empty_folder(full) and full.is_dir() and not any(p.startswith(folder + "/") for p in left):
-            left.append(folder + "/")  # something new in it: not ours to remove
-    index = Path(store.repo.path) / "index"
-    if before.index is None:
-        index.unlink(missing_ok=True)
-    else:
-        write_state_file(index, before.index)
-    return left
-
-
-def _refuse_marked(store: StoreRepo, commit: pygit2.Oid, incoming: Flat) -> None:
-    """Before libgit2 writes a file: the commit's blobs searched for conflict markers."""
-    problems = incoming_problems(store.repo, {}, incoming, marker_candidates(store, commit))
+def _first_checkout(store: StoreRepo, theirs: pygit2.Commit, label: str) -> Integration:
+    """A joining machine's first checkout. The commit's blobs are searched for conflict markers
+    (and its paths checked) before anything is written, so a kill at any point never leaves a
+    marked file in the folder; git writes the files when it can, and what was written is read
+    back once to verify its bytes."""
+    incoming = _changes(None, theirs.tree)
+    problems = incoming_problems(store.repo, {}, incoming, marker_candidates(store, theirs.id))
     if problems:
         raise Blocked("; ".join(problems))
-
-
-def _first_checkout(store: StoreRepo, theirs: pygit2.Commit, label: str) -> Integration:
-    """A joining machine's first checkout. git writes it when it can, and what it wrote is read
-    back once, both to verify the bytes and to search them for conflict markers (searching the
-    blobs first would decompress the whole history a second time); a file holding markers takes
-    the checkout back, leaving the folder as it was. libgit2's checkout is searched first."""
-    incoming = _changes(None, theirs.tree)
-    # The problems found without reading a blob (all but the markers): when there are any, the
-    # blobs are searched too, so that the refusal names every problem, as it always did.
-    if incoming_problems(store.repo, {}, incoming, set()):
-        _refuse_marked(store, theirs.id, incoming)
-    try:
-        strategy = _first_checkout_strategy(store, incoming)
-    except Blocked:
-        _refuse_marked(store, theirs.id, incoming)  # markers are named before files in the way
-        raise
+    strategy = _first_checkout_strategy(store, incoming)
     why = f"first checkout of {label}"
     notes: list[str] = []
     # git is faster at writing a whole store; FORCE (a copy already here) stays libgit2's,
     # which alone can keep ignored files while overwriting identical tracked ones.
+    written_by_git = False
     if strategy == CheckoutStrategy.SAFE:
-        before = _BeforeCheckout.of(store, incoming)
         why_not = read_tree_with_cli(store, theirs.id)
-        if why_not is None:
-            checked = verify_checkout(store, incoming, find_markers=True)
-            if checked.marked:
-                changed = {m.path for m in checked.mismatches if os.path.lexists(store.root / m.path)}
-                left = _undo_checkout(store, incoming, before, changed)
-                kept = (f"; taking the checkout back left {', '.join(left[:10])} (changed while it ran): "
-                        "look at them before joining again") if left else ""
-                raise Blocked("; ".join(marker_problem(p) for p in checked.marked) + kept)
-            _create_branch(store, theirs.id, why)
-            return Integration("first-checkout", new=theirs.tree, commit=str(theirs.id),
-                               verified=checked.mismatches)
-        notes.append(f"the first checkout: {why_not}; libgit2 checked out the store instead")
-    _refuse_marked(store, theirs.id, incoming)
-    _checkout(store, None, theirs.id, why, strategy)
-    checked = verify_checkout(store, incoming, find_markers=False)
-    return Integration("first-checkout", new=theirs.tree, commit=str(theirs.id), notes=notes,
-                       verified=checked.mismatches)
+        written_by_git = why_not is None
+        if why_not is not None:
+            notes.append(f"the first checkout: {why_not}; libgit2 checked out the store instead")
+    if written_by_git:
+        _create_branch(store, theirs.id, why)
+    else:
+        _checkout(store, None, theirs.id, why, strategy)
+    verified = verify_paths(store, theirs.tree, sorted(incoming), incoming)
+    return Integration("first-checkout", new=theirs.tree, commit=str(theirs.id), notes=notes, verified=verified)
 
 
 @dataclass

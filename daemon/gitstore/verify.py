@@ -6,15 +6,14 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pygit2
 
 from ..store.ledger import Ledger
-from ..store.merge import has_conflict_markers
 from ..store.paths import LEDGER, archived_path
 from ..store.text import sha256_hex, sha256_norm_hex
-from .merge import Flat, flatten, is_store_path
+from .merge import Flat, flatten
 from .repo import StoreRepo
 from .trees import tree_entry
 
@@ -39,24 +38,6 @@ def changed_between(old: pygit2.Tree | None, new: pygit2.Tree) -> list[str]:
     return sorted(paths)
 
 
-def _compare(full: str, path: str, entry: tuple[pygit2.Oid, int] | None) -> tuple[Mismatch | None, bytes | None]:
-    """One path's bytes on disk against its blob (absent where ``entry`` is None): the mismatch,
-    if any, and the bytes when they are the blob's."""
-    try:
-        info = os.lstat(full)
-    except FileNotFoundError:
-        return (Mismatch(path, "missing from the work tree") if entry is not None else None), None
-    if entry is None:
-        return Mismatch(path, "still in the work tree though the commit removed it"), None
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
-        return Mismatch(path, "not a regular file"), None
-    with open(full, "rb") as handle:
-        data = handle.read()
-    if pygit2.hash(data) != entry[0]:
-        return Mismatch(path, f"bytes differ from the commit's blob {str(entry[0])[:12]}"), None
-    return None, data
-
-
 def verify_paths(store: StoreRepo, tree: pygit2.Tree, paths: Iterable[str], flat: Flat | None = None) -> list[Mismatch]:
     """Each path's bytes on disk against the tree's blob (absent where the tree has none).
     ``flat``: the tree's files by path, when the caller has them (one walk instead of a lookup
@@ -64,40 +45,24 @@ def verify_paths(store: StoreRepo, tree: pygit2.Tree, paths: Iterable[str], flat
     found: list[Mismatch] = []
     root = str(store.root) + os.sep  # plain strings: a first checkout verifies every file
     for path in paths:
-        problem, _ = _compare(root + path, path, flat.get(path) if flat is not None else tree_entry(tree, path))
-        if problem is not None:
-            found.append(problem)
-    return found
-
-
-@dataclass
-class CheckedOut:
-    """A first checkout, read back: what differs from the commit, and (when searched) the store
-    files whose committed bytes hold conflict markers."""
-
-    mismatches: list[Mismatch] = field(default_factory=list)
-    marked: list[str] = field(default_factory=list)
-
-
-def verify_checkout(store: StoreRepo, files: Flat, find_markers: bool) -> CheckedOut:
-    """After a first checkout of ``files`` (every file of the commit): each file read once, its
-    bytes against its blob and, with ``find_markers``, searched for conflict markers. The search
-    is of the commit's bytes: the blob's own where the file on disk differs from it."""
-    checked = CheckedOut()
-    root = str(store.root) + os.sep
-    for path in sorted(files):
-        entry = files[path]
-        problem, data = _compare(root + path, path, entry)
-        if problem is not None:
-            checked.mismatches.append(problem)
-        if not find_markers or not is_store_path(path):
+        full = root + path
+        entry = flat.get(path) if flat is not None else tree_entry(tree, path)
+        try:
+            info = os.lstat(full)
+        except FileNotFoundError:
+            if entry is not None:
+                found.append(Mismatch(path, "missing from the work tree"))
             continue
-        if data is None:
-            blob = store.repo.get(entry[0])
-            data = blob.data if isinstance(blob, pygit2.Blob) else b""
-        if has_conflict_markers(data):
-            checked.marked.append(path)
-    return checked
+        if entry is None:
+            found.append(Mismatch(path, "still in the work tree though the commit removed it"))
+        elif stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+            found.append(Mismatch(path, "not a regular file"))
+        else:
+            with open(full, "rb") as handle:
+                data = handle.read()
+            if pygit2.hash(data) != entry[0]:
+                found.append(Mismatch(path, f"bytes differ from the commit's blob {str(entry[0])[:12]}"))
+    return found
 
 
 def verify_archive(store: StoreRepo, only: set[str] | None = None) -> list[Mismatch]:

@@ -238,27 +238,11 @@ def append_bytes(path: Path, data: bytes, durable: bool = True) -> None:
     _append(path, data, durable)
 
 
-def remove(path: Path, durable: bool = True) -> None:
-    """Delete a file durably (a revert removing what a migration created). ``durable=False``
-    skips the folder's fsync, for undoing a checkout of thousands of files: a crash in the
-    middle leaves files git wrote, which the next join finds and checks again."""
+def remove(path: Path) -> None:
+    """Delete a file durably (a revert removing what a migration created)."""
     with _parent(path) as (dir_fd, name):
         os.unlink(name, dir_fd=dir_fd)
-        if durable:
-            os.fsync(dir_fd)
-
-
-def remove_empty_folder(path: Path) -> bool:
-    """Remove the folder ``path`` if it is empty (one an undone checkout made); False when it
-    is gone, not empty, or not a folder."""
-    with _parent(path) as (dir_fd, name):
-        try:
-            os.rmdir(name, dir_fd=dir_fd)
-        except OSError as error:
-            if error.errno in (errno.ENOENT, errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
-                return False
-            raise
-    return True
+        os.fsync(dir_fd)
 
 
 def sync_barrier() -> None:

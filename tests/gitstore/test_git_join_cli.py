@@ -97,7 +97,7 @@ def test_the_cli_join_and_the_libgit2_join_leave_the_same_store(tmp_path: Path, 
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     with_cli = Machine("b", tmp_path / "b", origin)
     joined = with_cli.init()
-    assert git_calls == ["fetch", "read-tree"]  # all of the join's git work: the branch is libgit2's
+    assert git_calls == ["fetch", "grep", "read-tree"]  # all of the join's git work: the branch is libgit2's
     assert joined.checked_out == first.head() and joined.mismatches == []
     git_calls.clear()
     no_git(monkeypatch, tmp_path)
@@ -213,8 +213,9 @@ def test_a_refused_join_leaves_the_folder_as_it_was_either_way(tmp_path: Path, o
                                                                git: GitCli, git_calls: list[str],
                                                                monkeypatch: pytest.MonkeyPatch,
                                                                git_on_path: bool) -> None:
-    """git writes the checkout before its files are searched for markers: it is taken back, and
-    what was there before (a folder the commit also has, a machine-local file) stays."""
+    """The commit's files are searched for markers before git writes any of them: a kill at
+    any point leaves no marked file, and what was there before (a folder the commit also has, a
+    machine-local file) stays."""
     push_conflicted(tmp_path, git, origin)
     joining = tmp_path / "b"
     (joining / "craft").mkdir(parents=True)
@@ -226,34 +227,9 @@ def test_a_refused_join_leaves_the_folder_as_it_was_either_way(tmp_path: Path, o
     with pytest.raises(GitStoreError) as refused:
         Machine("b", joining, origin).init()
     assert str(refused.value).endswith("craft/clash.md: the remote's version holds git conflict markers")
-    assert git_calls == (["fetch", "read-tree"] if git_on_path else [])  # git wrote it all, and it was undone
+    assert "read-tree" not in git_calls  # nothing was written
     assert work_tree(joining) == before
     assert not (joining / ".git" / "index").exists()
-    assert pygit2.Repository(str(joining)).head_is_unborn
-
-
-def test_a_file_changed_before_the_checkout_is_taken_back_is_left_and_named(tmp_path: Path, origin: Origin,
-                                                                           first: Machine, git: GitCli,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The markers are those of the commit, even where the file on disk was changed since git
-    wrote it; the changed file is no longer only the checkout's, so it stays, and is named (a
-    removed one is not)."""
-    push_conflicted(tmp_path, git, origin)
-    joining = tmp_path / "b"
-    real = integrate_module.read_tree_with_cli
-
-    def checkout_then_edit(store: object, *args: object) -> str | None:
-        why_not = real(store, *args)  # type: ignore[arg-type]
-        (joining / "craft" / "clash.md").write_bytes(b"# Clash\n\nresolved by hand meanwhile\n")
-        (joining / "SPINE.md").unlink()  # gone already: nothing to leave, nor to name
-        return why_not
-
-    monkeypatch.setattr(integrate_module, "read_tree_with_cli", checkout_then_edit)
-    with pytest.raises(GitStoreError, match=r"craft/clash.md: the remote's version holds git conflict markers; "
-                                            r"taking the checkout back left craft/clash.md \(changed while it ran\)"
-                                            r": look at them before joining again$"):
-        Machine("b", joining, origin).init()
-    assert work_tree(joining) == {"craft/": None, "craft/clash.md": b"# Clash\n\nresolved by hand meanwhile\n"}
     assert pygit2.Repository(str(joining)).head_is_unborn
 
 

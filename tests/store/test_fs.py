@@ -307,26 +307,3 @@ def test_a_source_swapped_for_a_link_after_its_check_moves_the_link_never_its_ta
         fs.move_exact(source, target)
     assert target.is_symlink() and os.readlink(target) == str(outside)
     assert outside.stat().st_nlink == 1 and outside.read_bytes() == b"not the store's\n"
-
-
-def test_an_empty_folder_is_removed_and_any_other_is_left(store: Path, tmp_path: Path) -> None:
-    (store / "empty").mkdir()
-    outside = tmp_path / "outside"
-    (outside / "inner").mkdir(parents=True)
-    (store / "linked").symlink_to(outside)
-    with fs.confined_to(store):
-        assert fs.remove_empty_folder(store / "empty") and not (store / "empty").exists()
-        assert not fs.remove_empty_folder(store / "projects")  # holds a file
-        assert not fs.remove_empty_folder(store / "gone")
-        assert not fs.remove_empty_folder(store / "projects/a.md")  # a file, not a folder
-        assert not fs.remove_empty_folder(store / "linked")  # a link is not the folder it names
-        with pytest.raises(UnsafeStore):
-            fs.remove_empty_folder(store / "linked/inner")  # never through a link
-    assert (store / "projects/a.md").exists() and (outside / "inner").is_dir()
-
-
-def test_a_removal_without_the_folders_fsync_still_removes(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    synced: list[int] = []
-    monkeypatch.setattr(fs.os, "fsync", synced.append)
-    fs.remove(store / "projects/a.md", durable=False)
-    assert not (store / "projects/a.md").exists() and synced == []
