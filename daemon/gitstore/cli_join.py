@@ -1,6 +1,6 @@
 """A joining machine's git work through the git command line, which is several times faster than
 libgit2 at it: the fetch of the whole history (git's pack transfer and multi-threaded indexing),
-the search of every incoming file for conflict markers (when the checkout is not git's), and
+the search of every incoming file for conflict markers, and
 the files of the first checkout.
 
 Each function says when it could not do its part (git missing, credentials git cannot be given,
