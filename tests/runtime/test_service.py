@@ -9,6 +9,7 @@ import plistlib
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -63,9 +64,13 @@ def test_systemd_analyze_verify_is_clean(tmp_path: Path, store: str | None) -> N
 
     unit = tmp_path / instance_unit(Path(store or "/srv/someone/.aura-distill"))
     unit.write_text(render_systemd(run_arguments(config=Path(store) / "c.toml" if store else None)))
-    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "xdg-runtime")}
-    done = subprocess.run(["systemd-analyze", "verify", "--user", "--man=no", str(unit)],
-                          capture_output=True, text=True, env=env, timeout=60)
+    # A short runtime folder: the user manager's socket units (gpg-agent's among them) put
+    # socket paths under it, and a unix socket path is limited to about 108 bytes, which a
+    # worker's tmp_path under pytest-xdist exceeds.
+    with tempfile.TemporaryDirectory(prefix="xr") as runtime:
+        env = {**os.environ, "XDG_RUNTIME_DIR": runtime}
+        done = subprocess.run(["systemd-analyze", "verify", "--user", "--man=no", str(unit)],
+                              capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
 
