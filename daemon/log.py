@@ -12,6 +12,7 @@ One daemon per store holds the single-instance lock, so each file has exactly on
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import logging.handlers
@@ -161,6 +162,19 @@ def _configure_for_a_command() -> None:
     )
 
 
+def _append_whole(fd: int, data: bytes) -> None:
+    """One whole line or none: a short write (a full disk) is cut back, so the next line never
+    joins a torn one."""
+    size = os.fstat(fd).st_size
+    try:
+        written = os.write(fd, data)
+        if written != len(data):
+            raise OSError(errno.ENOSPC, "short write")
+    except OSError:
+        os.ftruncate(fd, size)
+        raise
+
+
 class ActivityLog:
     """The human log: ``<UTC stamp>  <what happened>``, one whole line per append, size-rotated."""
 
@@ -179,7 +193,7 @@ class ActivityLog:
             self._rotate_if_full()
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                os.write(fd, (line + "\n").encode("utf-8", "backslashreplace"))
+                _append_whole(fd, (line + "\n").encode("utf-8", "backslashreplace"))
             finally:
                 os.close(fd)
         if self.echo:

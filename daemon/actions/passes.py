@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -13,7 +14,11 @@ from ..engine.guard import guarded_pass
 from ..engine.lock import AcquireKind, StoreLock, default_owner
 from ..errors import LockHeld, LockLost, StoreError, StoreRefused
 from ..policy import Policy
+from ..log import ActivityLog
+from ..settings import InstancePaths
+from ..store import fs
 from ..store.paths import LEDGER, SPINE
+from ..store.text import shown
 from ..store.readable import unreadable_reason
 
 
@@ -25,6 +30,13 @@ def require_store_folder(root: Path) -> None:
         raise StoreError(f"{root} is not a folder, so it cannot be a store; pass the store's folder")
 
 
+def restore_advice(root: Path, name: str) -> str:
+    """How to get ``name`` back: from git only where the store is a git repository."""
+    if os.path.lexists(root / ".git"):
+        return f"restore it (`git -C {root} checkout -- {name}`, or from a backup)"
+    return f"restore it from a backup ({root} is not a git repository, so git cannot give it back)"
+
+
 def refuse_unreadable_text(root: Path) -> None:
     """A write pass parses and edits SPINE.md and appends to the ledger: one it cannot read as
     text is refused, naming the file, before anything is written."""
@@ -32,9 +44,25 @@ def refuse_unreadable_text(root: Path) -> None:
         why = unreadable_reason(root / name)
         if why:
             error = StoreRefused(f"{root / name} cannot be read as text: {why}. Nothing was changed; "
-                                 f"restore it (`git -C {root} checkout -- {name}`, or from a backup) and try again")
+                                 f"{restore_advice(root, name)} and try again")
             error.file = str(root / name)
             raise error
+
+
+def take_back_torn_ledger(root: Path) -> str | None:
+    """A ledger ending in a line without a line break holds an append that never finished (a
+    full disk, a power cut): a line that was never written. It is cut off under the lock before
+    anything reads the ledger, and the activity log keeps its bytes; the note says so."""
+    torn = fs.drop_torn_tail(root / LEDGER)
+    if not torn:
+        return None
+    note = (f"{LEDGER} ended in a torn line (no line break: an append that never finished, e.g. on a full "
+            f"disk); it was taken back, since that line was never written. Its {len(torn)} bytes: {shown(torn)}")
+    try:
+        ActivityLog(InstancePaths.for_store(root).activity_log, echo=False).write(note)
+    except OSError:
+        pass  # the note is in the pass's report too
+    return note
 
 
 @contextmanager
@@ -65,7 +93,8 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
     root = store.expanduser().resolve()
     require_store_folder(root)
     with store_lock_held(root, policy, wait, owner) as lock, guarded_pass(root):
+        torn = take_back_torn_ledger(root)
         refuse_unreadable_text(root)
-        context = PassContext(root, lock, clock, policy.limits)
+        context = PassContext(root, lock, clock, policy.limits, notes=[torn] if torn else [])
         context.take_baseline()
         yield context

@@ -55,6 +55,7 @@ class PassContext:
     limits: Limits
     baseline_budget: set[tuple[str, str]] = field(default_factory=set)
     still_over_budget: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was mended before the pass (a torn ledger line)
 
     def take_baseline(self) -> None:
         """Remember the budget breaches the store has before the pass writes anything."""

@@ -29,7 +29,7 @@ from ..store.evidence import twin_after
 from ..store.ledger import LEDGER_HEADER, Ledger, archive_event, ledger_stamp, restore_event
 from ..store.paths import LEDGER, SPINE
 from ..store.spine import Spine, add_entry, find_entry, remove_pointer
-from ..store.text import decode, encode, sha256_hex
+from ..store.text import decode, encode, sha256_hex, whole_lines
 from ..store.tierfile import append_index_detail, set_frontmatter
 from .crash import crashpoint
 
@@ -199,7 +199,8 @@ class Pacer:
 
 def take_ledger(root: Path) -> Ledger | None:
     try:
-        return Ledger((root / LEDGER).read_bytes())
+        # A torn final line is a write that never finished: no decision is built on it.
+        return Ledger(whole_lines((root / LEDGER).read_bytes()))
     except FileNotFoundError:
         return None
 

@@ -40,7 +40,7 @@ def planned_files(before: Snapshot, steps: list[Step], now_stamp: str) -> dict[s
             ledger = Ledger(current) if current is not None else None
             if not op.done_in(ledger):
                 line = op.line(ledger_stamp(ledger, now_stamp))
-                files[LEDGER] = (current or b"") + fs.appended_chunk(current, line, LEDGER_HEADER)
+                files[LEDGER] = fs.appended(current, line, LEDGER_HEADER)
         elif isinstance(op, SpineEdit) and SPINE in files:
             edited = op.result(files[SPINE])
             if edited is not None:

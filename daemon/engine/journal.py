@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from ..errors import DistilldError
 from ..store import fs
+from ..store.text import whole_lines
 from .crash import crashpoint
 from .executor import FileWrite, Step, op_from_json, op_to_json, step_from_json, step_to_json
 
@@ -122,7 +123,9 @@ def new_journal(directory: Path, pass_name: str, moment: datetime, ts: str, step
 
 def load_journal(path: Path, pass_name: str) -> PassJournal:
     try:
-        lines = path.read_text("utf-8").splitlines()
+        # A torn final line (no line break: a full disk cut the append) never happened; the
+        # next append takes it back (store/fs.py), and the pass resumes from the lines before.
+        lines = whole_lines(path.read_bytes()).decode("utf-8").splitlines()
         head: dict[str, Any] = json.loads(lines[0])
         journal = PassJournal(path, str(head.get("pass", pass_name)), str(head["ts"]), str(head["today"]),
                               [step_from_json(s) for s in head["steps"]])

@@ -40,6 +40,8 @@ class Resumed:
 
 def finish_interrupted(ctx: PassContext) -> Resumed:
     resumed = Resumed()
+    if ctx.notes:
+        resumed.notes["store"] = list(ctx.notes)
     for plugin in PASSES:
         if plugin.recover is not None and plugin.unfinished(ctx.root):
             recovered = plugin.recover(ctx)

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import UnsafeStore
-from .text import encode
+from .text import encode, whole_lines
 
 # distilld's temp files: `.<name>.distilld-tmp.<pid>.<hex>`; group 1 is the writer's pid.
 TEMP_RE = re.compile(r"^\..*\.distilld-tmp\.([0-9]+)\.[0-9a-f]+$")
@@ -164,13 +164,28 @@ def _open_file(name: str, dir_fd: int, flags: int, mode: int = 0o666) -> int:
     return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
 
 
+def _write_some(fd: int, data: memoryview) -> int:
+    """The one low-level write of every store write (tests put a full disk here)."""
+    return os.write(fd, data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[_write_some(fd, view):]
+
+
+def _named(error: OSError, path: Path | str, what: str) -> OSError:
+    """``error`` naming the file and what became of the write (os.write's own error names none)."""
+    reason = error.strerror or str(error)
+    return OSError(error.errno, f"{reason}; {what}", str(path))
+
+
 def _write_file(name: str, dir_fd: int, flags: int, data: bytes, durable: bool, mode: int | None = None) -> None:
     """Open ``name`` in ``dir_fd`` (never through a link), write ``data`` whole, sync, close."""
     fd = _open_file(name, dir_fd, flags)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, data)
         if durable:
             os.fsync(fd)
         if mode is not None:
@@ -214,6 +229,10 @@ def atomic_write(path: Path, data: bytes, durable: bool = True, mode: int | None
         try:
             _write_file(temporary, dir_fd, os.O_WRONLY | os.O_CREAT | os.O_EXCL, data, durable, mode)
             os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError as error:
+            if error.filename is not None:
+                raise
+            raise _named(error, path, "nothing of it was written, the file is as it was") from None
         finally:
             if _exists(temporary, dir_fd):
                 os.unlink(temporary, dir_fd=dir_fd)
@@ -221,21 +240,108 @@ def atomic_write(path: Path, data: bytes, durable: bool = True, mode: int | None
             os.fsync(dir_fd)
 
 
-def _append(path: Path, chunk: bytes, durable: bool) -> bool:
-    """Append ``chunk``; True when the file was created by this call."""
+def _whole_length(fd: int, size: int) -> int:
+    """The length of the file's whole lines: up to and with its last line break. A final line
+    without one is a write that never finished (a full disk, a power cut), never a line."""
+    end = size
+    while end > 0:
+        start = max(0, end - 4096)
+        block = os.pread(fd, end - start, start)
+        found = block.rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        end = start
+    return 0
+
+
+class HardLinked(OSError):
+    """A file appended in place has another name: its bytes would change outside the store."""
+
+
+def _refuse_hard_link(path: Path, fd: int) -> None:
+    links = os.fstat(fd).st_nlink
+    if links > 1:
+        raise HardLinked(errno.EMLINK, f"it has {links} hard links, so appending to it in place would change "
+                         f"the same bytes under its other name{'s' if links > 2 else ''} too; nothing was "
+                         f"written. Find the other name with `find / -xdev -samefile {path}`, then make "
+                         "this file a copy of its own (`cp -p FILE FILE.new && mv FILE.new FILE`) and run "
+                         "the command again", str(path))
+
+
+def _append(path: Path, chunk: bytes, durable: bool, header: bytes = b"") -> bool:
+    """Append ``chunk`` all or nothing; True when the file was created by this call.
+
+    A torn final line (no line break) is taken back first, so nothing is ever built on it; a
+    new file starts with ``header``. When any part of the write fails (a full disk, a short
+    write), the file is cut back to its old length and synced, and the error names the file.
+    """
     with _parent(path, create=True) as (dir_fd, name):
         _refuse_link_in_place(path, name, dir_fd)
         created = not _exists(name, dir_fd)
-        _write_file(name, dir_fd, os.O_WRONLY | os.O_APPEND | os.O_CREAT, chunk, durable)
-        if created and durable:
-            os.fsync(dir_fd)
+        fd = _open_file(name, dir_fd, os.O_RDWR | os.O_CREAT)
+        try:
+            _refuse_hard_link(path, fd)
+            size = os.fstat(fd).st_size
+            keep = _whole_length(fd, size)
+            # A new file, or one whose only line was torn, starts with the header.
+            data = (header if created or (keep == 0 and size > 0) else b"") + chunk
+            try:
+                if keep != size:
+                    os.ftruncate(fd, keep)
+                os.lseek(fd, keep, os.SEEK_SET)
+                _write_all(fd, data)
+                if durable:
+                    os.fsync(fd)
+            except OSError as error:
+                _take_back(fd, keep)
+                if created:
+                    os.unlink(name, dir_fd=dir_fd)
+                raise _named(error, path, "the append was taken back, so the file is as it was (free "
+                             "space or fix the cause, then run the command again)") from None
+        finally:
+            os.close(fd)
+        if created:
+            if durable:
+                os.fsync(dir_fd)
     return created
 
 
+def _take_back(fd: int, length: int) -> None:
+    """Cut a failed append back to ``length``. Cutting needs no free space; if even that fails,
+    the torn tail has no line break, and every reader and the next append drop it."""
+    try:
+        os.ftruncate(fd, length)
+        os.fsync(fd)
+    except OSError:
+        pass
+
+
 def append_bytes(path: Path, data: bytes, durable: bool = True) -> None:
-    """Append bytes to a file this program writes itself (a journal it knows ends with a line
-    break): no read of the file first, so appending stays cheap however long it grows."""
+    """Append whole lines to a file this program writes itself (a journal): no read of the
+    file's body first, so appending stays cheap however long it grows."""
     _append(path, data, durable)
+
+
+def drop_torn_tail(path: Path) -> bytes:
+    """Cut a final line without a line break off ``path`` (a write that never finished) and
+    return its bytes; b"" when the file ends whole or does not exist. The caller holds the lock."""
+    try:
+        with _parent(path) as (dir_fd, name):
+            _refuse_link_in_place(path, name, dir_fd)
+            fd = _open_file(name, dir_fd, os.O_RDWR)
+    except FileNotFoundError:
+        return b""
+    try:
+        size = os.fstat(fd).st_size
+        keep = _whole_length(fd, size)
+        if keep == size:
+            return b""
+        torn = os.pread(fd, size - keep, keep)
+        os.ftruncate(fd, keep)
+        os.fsync(fd)
+        return torn
+    finally:
+        os.close(fd)
 
 
 def remove(path: Path) -> None:
@@ -269,28 +375,27 @@ def fsync_file(path: Path) -> None:
 
 
 def append_line(path: Path, line: str, header: str = "", durable: bool = True) -> None:
-    """Append one line durably; a new file starts with ``header``.
+    """Append one line durably and all or nothing; a new file starts with ``header``.
 
-    A file without a final newline gets one first, so the line never joins its neighbour; the
-    line takes the file's own ending. ``durable=False`` skips the fsync, for journal lines that
-    only speed a resume up (every step they record is idempotent). A line holding a line
-    break is refused: it would become two lines, and a ledger can never be mended.
+    A torn final line (no line break) is a write that never finished: it is taken back, never
+    finished or built on. The line takes the file's own ending. ``durable=False`` skips the
+    fsync, for journal lines that only speed a resume up (every step they record is
+    idempotent). A line holding a line break is refused: it would become two lines, and a
+    ledger can never be mended.
     """
     if "\n" in line or "\r" in line:
         raise ValueError(f"{path}: refusing to append a line holding a line break: {line[:70]!r}")
-    _append(path, appended_chunk(_read_existing(path), line, header), durable)
+    existing = _read_existing(path)
+    ending = line_ending_of(whole_lines(existing)) if existing else b"\n"
+    _append(path, encode(line) + ending, durable, with_line_ending(encode(header), ending))
 
 
-def appended_chunk(existing: bytes | None, line: str, header: str) -> bytes:
-    """The bytes ``append_line`` adds to a file holding ``existing`` (None: no file yet)."""
-    ending = line_ending_of(existing) if existing else b"\n"
-    if existing is None:
-        before = with_line_ending(encode(header), ending)
-    elif existing and not existing.endswith(b"\n"):
-        before = ending  # the last line is finished first
-    else:
-        before = b""
-    return before + encode(line) + ending
+def appended(existing: bytes | None, line: str, header: str) -> bytes:
+    """The whole file ``append_line`` leaves from one holding ``existing`` (None: no file yet)."""
+    kept = whole_lines(existing) if existing else b""
+    ending = line_ending_of(kept) if kept else b"\n"
+    starts = existing is None or (existing != b"" and kept == b"")
+    return (with_line_ending(encode(header), ending) if starts else kept) + encode(line) + ending
 
 
 def move_exact(source: Path, target: Path) -> None:

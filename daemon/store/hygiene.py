@@ -80,5 +80,6 @@ def hygiene_findings(snapshot: Snapshot) -> list[Finding]:
                               "the whole file is read as frontmatter"))
     if snapshot.ledger is not None and snapshot.ledger.raw and not snapshot.ledger.raw.endswith(b"\n"):
         found.append(note("C2", "ledger-no-final-newline", LEDGER,
-                          f"{LEDGER} does not end with a newline; the next appended line starts on a new line"))
+                          f"{LEDGER} ends in a torn line (no line break): an append that never finished, a line "
+                          "never written; the next write pass takes it back and keeps its bytes in the activity log"))
     return sorted(found, key=lambda f: ("C1", "C2", "C3", "C4").index(f.group))

@@ -24,6 +24,7 @@ from .text import (
     rtrim,
     split_lines,
     split_segments,
+    whole_lines,
 )
 
 EVENT_RE = re.compile(r"^- (" + STAMP_PATTERN + r") ")
@@ -180,7 +181,8 @@ def lost_lines(before: bytes, now: bytes) -> list[str]:
     they went missing; a changed line counts as lost. Compared as multisets, CR-blind: a merge
     sorts another machine's lines in between ours, and that is growth, not loss (the order
     itself is C2's to check)."""
-    missing = _line_counts(before) - _line_counts(now)
+    # A torn final line of the earlier copy (no line break) was never written: not a loss.
+    missing = _line_counts(whole_lines(before)) - _line_counts(now)
     return [line.decode("utf-8", "surrogateescape") for line in missing.elements()]
 
 

@@ -150,3 +150,27 @@ def replace_line_body(line_with_ending: str, body: str) -> str:
     if line_with_ending.endswith("\n"):
         return body + "\n"
     return body
+
+
+def whole_lines(raw: bytes) -> bytes:
+    """``raw`` without a torn final line (one without a line break): a write that never
+    finished, which no reader builds on."""
+    return raw if not raw or raw.endswith(b"\n") else raw[: raw.rfind(b"\n") + 1]
+
+
+# Control characters (tab aside), line breaks included, and the C1 controls: a printed name or
+# text holding one must stay one line and must not steer the terminal.
+_UNPRINTABLE = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if code != 0x09}
+_UNPRINTABLE.update({0x0A: "\\n", 0x0D: "\\r"})
+_UNPRINTABLE.update({code: f"\\u{code:04x}" for code in range(0x80, 0xA0)})
+_UNPRINTABLE.update({0xDC00 + byte: f"\\x{byte:02x}" for byte in range(0x80, 0x100)})  # invalid UTF-8 bytes
+
+
+def shown(text: str | bytes) -> str:
+    """A file name or a file's text as printed anywhere (plans, check reasons, notes, logs): one
+    line, each control character, line break or invalid UTF-8 byte written as an escape."""
+    if isinstance(text, bytes):
+        text = decode(text)
+    if text.isprintable() and text.isascii():
+        return text
+    return text.translate(_UNPRINTABLE)

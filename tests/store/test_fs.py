@@ -35,14 +35,20 @@ def test_writing_text_keeps_the_files_crlf_endings_and_a_new_file_gets_lf(store:
     assert fs.with_line_ending(b"a\nb\n", b"\r\n") == b"a\r\nb\r\n"
 
 
-def test_a_line_appended_to_a_file_without_a_final_break_starts_a_line_of_its_own(store: Path) -> None:
+def test_a_torn_final_line_is_taken_back_never_finished_or_built_on(store: Path) -> None:
     ledger = store / "archive/LEDGER.md"
     with fs.confined_to(store):
         fs.append_line(ledger, "- first", header="# Ledger\n\n")  # a new file (and folder) gets the header
         assert ledger.read_bytes() == b"# Ledger\n\n- first\n"
-        ledger.write_bytes(b"# Ledger\r\n\r\n- first")
+        ledger.write_bytes(b"# Ledger\r\n\r\n- first\r\n- sec")  # an append a full disk cut
         fs.append_line(ledger, "- second")
-    assert ledger.read_bytes() == b"# Ledger\r\n\r\n- first\r\n- second\r\n"
+        assert ledger.read_bytes() == b"# Ledger\r\n\r\n- first\r\n- second\r\n"
+        assert fs.appended(b"# L\n- a\n- b", "- c", "# L\n") == b"# L\n- a\n- c\n"
+        assert fs.appended(b"# L", "- c", "# L\n") == b"# L\n- c\n"  # torn from its first line: header again
+        assert fs.appended(None, "- c", "# L\n") == b"# L\n- c\n"
+        ledger.write_bytes(b"# L\n- a\n- torn")
+        assert fs.drop_torn_tail(ledger) == b"- torn" and ledger.read_bytes() == b"# L\n- a\n"
+        assert fs.drop_torn_tail(ledger) == b"" and fs.drop_torn_tail(store / "absent.md") == b""
 
 
 def test_a_move_creates_the_target_folder_and_never_overwrites(store: Path) -> None:
