@@ -50,3 +50,18 @@ def test_an_unreadable_journal_names_itself_and_what_to_do(tmp_path: Path) -> No
     with pytest.raises(JournalUnreadable, match=r"20261130T120000Z.jsonl: not a readable restore journal .*move it out of "
                                                 r"restore-journals/"):
         unfinished_journals(path.parent, "restore")
+
+
+def test_a_torn_final_line_is_a_mark_never_written_and_the_next_mark_takes_it_back(tmp_path: Path) -> None:
+    journal = new_journal(tmp_path / "data/compact-journals", "compaction", NOW, "2026-11-30T12:00:00Z", steps())
+    journal.create()
+    journal.mark(0)
+    with journal.path.open("ab") as handle:
+        handle.write(b'{"done": 1')  # a full disk cut the next mark
+    again = load_journal(journal.path, "compaction")
+    assert [s.done for s in again.steps] == [True, False] and not again.finished
+    again.mark(1)
+    again.finish()
+    lines = journal.path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and [json.loads(line) for line in lines[1:-1]] == [{"done": 0}, {"done": 1}, {"finished": True}]
+    assert unfinished_journals(tmp_path / "data/compact-journals", "compaction") == []
