@@ -46,6 +46,44 @@ def refuse_links(root: Path) -> None:
                           "folder holding the files, then run it again.")
 
 
+def other_names(path: Path, root: Path) -> list[Path]:
+    """The store's other names for ``path``'s file (hard links), found by a walk of the store."""
+    try:
+        mine = os.lstat(path)
+    except FileNotFoundError:
+        return []
+    found: list[Path] = []
+    for directory, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            candidate = Path(directory, name)
+            try:
+                info = os.lstat(candidate)
+            except OSError:
+                continue
+            if (info.st_ino, info.st_dev) == (mine.st_ino, mine.st_dev) and candidate != path:
+                found.append(candidate)
+    return found
+
+
+def refuse_hard_linked_ledger(root: Path) -> None:
+    """The ledger is appended in place: with another name, the bytes under that name would grow
+    too, outside the store's own files. Refused before the first write."""
+    path = root / LEDGER
+    try:
+        links = os.lstat(path).st_nlink
+    except FileNotFoundError:
+        return
+    if links < 2:
+        return
+    others = other_names(path, root)
+    where = (f"its other name in the store is {', '.join(str(p) for p in others)}" if len(others) == links - 1
+             else f"find its other name{'s' if links > 2 else ''} with `find / -xdev -samefile {path}`")
+    raise UnsafeStore(f"{path} has {links} hard links ({where}): the ledger is appended in place, so "
+                      "every other name would change too; this pass wrote nothing. Make the ledger a file "
+                      f"of its own (`cp -p {path} {path}.own && mv {path}.own {path}`), then run it again.")
+
+
 # -- temp files -------------------------------------------------------------------------------
 
 def temp_owner_pid(name: str) -> int | None:
@@ -192,6 +230,7 @@ def settle_set_aside_ledger(root: Path, aside: Path) -> str | None:
 def check_before_writing(root: Path) -> None:
     """Every refusal, before the pass writes its first byte; and the sweep."""
     refuse_links(root)
+    refuse_hard_linked_ledger(root)
     refuse_shrunken_ledger(root)
     sweep_temp_files(root, state_dir() / instance_key(root), root / ".git" / "distilld")
 

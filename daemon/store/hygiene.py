@@ -11,6 +11,7 @@ import re
 from .findings import Finding, Group, fail, note
 from .paths import CATALOG, LEDGER, LOCAL_SPINE, SPINE
 from .safety import unsafe_name_reason
+from .text import shown
 from .snapshot import Snapshot
 
 BOM = b"\xef\xbb\xbf"
@@ -20,7 +21,7 @@ BOM = b"\xef\xbb\xbf"
 # these is safe. Every branch starts with a '/', '.', ' ' or refused character, so the search
 # stops at few places of a name.
 MAYBE_UNSAFE_NAME_RE = re.compile(
-    r'[\x00-\x1f\x7f<>:"|?*]|/-|[. ]/|/(?:con|prn|aux|nul|com[1-9]|lpt[1-9])[./]', re.IGNORECASE)
+    r'[\x00-\x1f\x7f<>:"|?*\udc80-\udcff]|/-|[. ]/|/(?:con|prn|aux|nul|com[1-9]|lpt[1-9])[./]', re.IGNORECASE)
 
 
 def maybe_unsafe_name(path: str) -> bool:
@@ -66,7 +67,7 @@ def hygiene_findings(snapshot: Snapshot) -> list[Finding]:
         unsafe = unsafe_name_reason(path) if maybe_unsafe_name(path) else None
         if unsafe:
             found.append(note(_group_of(path), "unsafe-name", path,
-                              f"{path!r}: no pass will archive, restore or catalog it under this name "
+                              f"{shown(path)}: no pass will archive, restore or catalog it under this name "
                               f"({unsafe}); rename it"))
         if path in unreadable:
             continue

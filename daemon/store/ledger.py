@@ -23,6 +23,7 @@ from .text import (
     lines_with_endings,
     rtrim,
     split_lines,
+    shown,
     split_segments,
     whole_lines,
 )
@@ -216,7 +217,7 @@ class UnwritableLedgerValue(ValueError):
 def _writable(path: str, *values: str) -> None:
     reason = unsafe_name_reason(path)
     if reason:
-        raise UnwritableLedgerValue(f"{path!r}: refusing to write it into archive/LEDGER.md: {reason}")
+        raise UnwritableLedgerValue(f"{shown(path)}: refusing to write it into archive/LEDGER.md: {reason}")
     for value in values:
         if "\n" in value or "\r" in value:
             raise UnwritableLedgerValue(f"refusing a ledger value holding a line break: {value[:70]!r}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .paths import CATALOG, LEDGER, SPINE, TIERS
+from .text import shown
 
 # The folders distilld writes into, and everything under them.
 MANAGED_DIRS: tuple[str, ...] = (*TIERS, "archive", "evidence", "inbox", "data", "local", "backup")
@@ -92,15 +93,26 @@ _RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1,
                        *(f"LPT{i}" for i in range(1, 10))})
 
 
+# A byte of a name that is not UTF-8, as os.fsdecode gives it (surrogate-escaped).
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+
+
 def unsafe_name_reason(path: str) -> str | None:
     """Why ``path`` (relative, ``/``-separated) cannot be written into the ledger or the catalog
-    unchanged, or None. Non-ASCII and invalid UTF-8 (surrogate-escaped) names are fine."""
+    unchanged, or None. Non-ASCII UTF-8 names are fine; a name that is not UTF-8 is not."""
     if " | " in path:
         return "it holds ' | ', the field separator of the ledger and the catalog"
+    bad = _NOT_UTF8.search(path)
+    if bad:
+        return (f"it is not valid UTF-8 (the byte {shown(bad.group())}): the ledger and the catalog are UTF-8 "
+                "text, and a line of the append-only ledger can never be mended; rename it to UTF-8")
     for part in path.split("/"):
         control = _CONTROL.search(part)
         if control:
-            return f"it holds the control character {control.group()!r} (a line break would split a ledger line)"
+            char = control.group()
+            why = ("a line break would split a ledger line" if char in "\n\r" else
+                   "the ledger and the catalog keep names as plain text, and a terminal would act on it")
+            return f"it holds the control character {shown(char)} ({why})"
         illegal = _WINDOWS_ILLEGAL.search(part)
         if illegal:
             return f"it holds {illegal.group()!r}, which Windows does not allow in a file name"
@@ -116,7 +128,7 @@ def unsafe_name_reason(path: str) -> str | None:
 def breaks_a_row(path: str) -> bool:
     """A name that cannot stand in a catalog or ledger row at all: a control character (a line
     break splits the row) or the field separator."""
-    return " | " in path or _CONTROL.search(path) is not None
+    return " | " in path or _CONTROL.search(path) is not None or _NOT_UTF8.search(path) is not None
 
 
 class UnsafeName(NamedTuple):
@@ -124,7 +136,7 @@ class UnsafeName(NamedTuple):
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.path!r}: {self.reason}"
+        return f"'{shown(self.path)}': {self.reason}"
 
 
 def unsafe_names(paths: list[str]) -> list[UnsafeName]:

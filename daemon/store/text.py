@@ -158,10 +158,10 @@ def whole_lines(raw: bytes) -> bytes:
     return raw if not raw or raw.endswith(b"\n") else raw[: raw.rfind(b"\n") + 1]
 
 
-# Control characters (tab aside), line breaks included, and the C1 controls: a printed name or
+# Control characters, tab and line breaks included, and the C1 controls: a printed name or
 # text holding one must stay one line and must not steer the terminal.
-_UNPRINTABLE = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if code != 0x09}
-_UNPRINTABLE.update({0x0A: "\\n", 0x0D: "\\r"})
+_UNPRINTABLE = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)}
+_UNPRINTABLE.update({0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"})
 _UNPRINTABLE.update({code: f"\\u{code:04x}" for code in range(0x80, 0xA0)})
 _UNPRINTABLE.update({0xDC00 + byte: f"\\x{byte:02x}" for byte in range(0x80, 0x100)})  # invalid UTF-8 bytes
 

@@ -202,7 +202,11 @@ def test_a_folder_that_vanishes_or_cannot_be_read_mid_check_does_not_end_the_che
 
 # -- names -------------------------------------------------------------------------------------------
 
-CONTROL = "it holds the control character {!r} (a line break would split a ledger line)"
+CONTROL = "it holds the control character {} (a line break would split a ledger line)"
+OTHER_CONTROL = ("it holds the control character {} (the ledger and the catalog keep names as plain text, and "
+                 "a terminal would act on it)")
+NOT_UTF8 = ("it is not valid UTF-8 (the byte \\xe9): the ledger and the catalog are UTF-8 text, and a line of "
+            "the append-only ledger can never be mended; rename it to UTF-8")
 WINDOWS = "it holds {!r}, which Windows does not allow in a file name"
 DASH = "a part of it starts with '-', which reads as a list item or an option"
 TRAILING = "a part of it ends with a dot or a space, which Windows drops"
@@ -210,9 +214,10 @@ DEVICE = "{!r} is a reserved device name on Windows"
 
 
 @pytest.mark.parametrize(("name", "reason"), [
-    ("projects/new\nline.md", CONTROL.format("\n")), ("projects/cr\rret.md", CONTROL.format("\r")),
-    ("projects/tab\tx.md", CONTROL.format("\t")), ("projects/bell\x07.md", CONTROL.format("\x07")),
-    ("projects/del\x7f.md", CONTROL.format("\x7f")),
+    ("projects/new\nline.md", CONTROL.format("\\n")), ("projects/cr\rret.md", CONTROL.format("\\r")),
+    ("projects/tab\tx.md", OTHER_CONTROL.format("\\t")), ("projects/bell\x07.md", OTHER_CONTROL.format("\\x07")),
+    ("projects/del\x7f.md", OTHER_CONTROL.format("\\x7f")), ("projects/esc\x1b[2J.md", OTHER_CONTROL.format("\\x1b")),
+    ("projects/caf\udce9.md", NOT_UTF8),
     ("projects/a | b.md", "it holds ' | ', the field separator of the ledger and the catalog"),
     ("projects/-dash.md", DASH), ("-top/x.md", DASH),
     *((f"projects/a{c}b.md", WINDOWS.format(c)) for c in '<>:"|?*'),
@@ -226,7 +231,7 @@ def test_names_the_ledger_cannot_hold_and_why(name: str, reason: str) -> None:
 
 
 @pytest.mark.parametrize("name", [
-    "projects/café.md", "projects/caf\udce9.md", "projects/数据.md", "projects/a-b.md", "projects/console.md",
+    "projects/café.md", "projects/数据.md", "projects/a-b.md", "projects/console.md",
     "projects/con-notes.md", "projects/x.y.md", "projects/a b.md", "projects/a|.md".replace("|", "_"),
     "projects/COM10.md", "projects/lpt10.md", "projects/COM0.md", "projects/LPT0.md",
     "projects/./x.md", "projects/../x.md",  # "." and "..": D10's to refuse, not a name's
@@ -239,8 +244,8 @@ def test_the_ledger_writer_refuses_line_breaks_and_unsafe_paths() -> None:
     stamp = "2026-11-30T12:00:00Z"
     with pytest.raises(UnwritableLedgerValue) as unsafe:
         archive_event(stamp, "projects/new\nline.md", "a", "b", "stale", "- [x](projects/x.md)")
-    assert str(unsafe.value) == ("'projects/new\\nline.md': refusing to write it into archive/LEDGER.md: it holds "
-                                 "the control character '\\n' (a line break would split a ledger line)")
+    assert str(unsafe.value) == ("projects/new\\nline.md: refusing to write it into archive/LEDGER.md: it holds "
+                                 "the control character \\n (a line break would split a ledger line)")
     with pytest.raises(UnwritableLedgerValue) as broken:
         archive_event(stamp, "projects/x.md", "a", "b", "stale\nsecond", "- [x](projects/x.md)")
     assert str(broken.value) == "refusing a ledger value holding a line break: 'stale\\nsecond'"
@@ -248,7 +253,9 @@ def test_the_ledger_writer_refuses_line_breaks_and_unsafe_paths() -> None:
         archive_event(stamp, "projects/x.md", "a", "b", "stale", "- hook\r")
     with pytest.raises(UnwritableLedgerValue):
         restore_event(stamp, "projects/a | b.md", "revert", None)
-    assert "\n" not in archive_event(stamp, "projects/caf\udce9.md", "a", "b", "stale", "hook | pipe")
+    assert "\n" not in archive_event(stamp, "projects/café.md", "a", "b", "stale", "hook | pipe")
+    with pytest.raises(UnwritableLedgerValue, match=r"caf\\xe9\.md: .*not valid UTF-8"):
+        archive_event(stamp, "projects/caf\udce9.md", "a", "b", "stale", "hook")
 
 
 def test_the_unsafe_names_status_reports_are_the_knowledge_files_of_the_store_only(layout: tuple[Path, Path]) -> None:
