@@ -14,6 +14,7 @@ from builders import EM, KESTREL_ENTRY, healthy_store
 from distilld.actions.gc import run_gc_apply
 from distilld.actions.passes import refuse_unreadable_text
 from distilld.actions.restore import run_restore
+from distilld.cli import main as cli_main
 from distilld.errors import StoreRefused, UnsafeStore
 from distilld.policy import load_policy
 from distilld.settings import InstancePaths
@@ -127,3 +128,19 @@ def test_the_advice_for_an_unreadable_spine_names_git_only_in_a_git_repository(t
     (root / ".git").mkdir()
     with pytest.raises(StoreRefused, match="checkout -- SPINE.md"):
         refuse_unreadable_text(root)
+
+
+@pytest.mark.parametrize("command", [["gc", "--apply"], ["compact", "--apply"], ["restore", "archive/projects/c.md"]])
+def test_a_linked_takeover_mutex_is_refused_before_the_lock_is_taken_and_nothing_is_left(
+        archived: Path, tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    (archived / ".lock.takeover").unlink(missing_ok=True)  # the plain file the gc before made
+    (archived / ".lock.takeover").symlink_to(tmp_path / "missing" / "mutex")
+    snapshot = tree(archived)
+
+    code = cli_main([*command, str(archived)])
+
+    err = capsys.readouterr().err
+    assert code not in (0, 4), err
+    assert ".lock.takeover is a symbolic link" in err and "no lock was taken" in err
+    assert not (archived / ".lock").exists() and tree(archived) == snapshot
+    assert not (tmp_path / "missing").exists()

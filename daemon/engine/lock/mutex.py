@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ...errors import UnsafeStore
 from .files import io_error
 from .protocol import MUTEX_FILE
 
@@ -29,6 +30,18 @@ class TakeoverMutex:
         self.path = root / MUTEX_FILE
         self.wait_seconds = wait_seconds
         self.poll_seconds = poll_seconds
+
+    def refuse_link(self) -> None:
+        """A link in the mutex's place can never be opened (O_NOFOLLOW): refused before the lock
+        is taken, so a pass leaves no `.lock` it could not give back."""
+        try:
+            target = os.readlink(self.path)
+        except OSError:
+            return  # not a link (or absent: created on first use)
+        raise UnsafeStore(f"{self.path} is a symbolic link (to {target}): distilld never opens the lock's "
+                          "takeover mutex through a link, so nothing was written and no lock was taken. "
+                          f"Remove the link (`rm {self.path}`; a plain file is made in its place), then run "
+                          "the command again.")
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:

@@ -106,6 +106,7 @@ class StoreLock:
         """
         if not wait >= 0:
             raise LockUsageError(f"wait must be >= 0 seconds (got {wait!r})")
+        self._mutex.refuse_link()
         deadline = time.monotonic() + wait
         told_waiting = False
         while True:
