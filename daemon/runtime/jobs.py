@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.lock import AcquireKind, LockState, LockStateKind, StoreLock, lock_status
+from ..engine.lock import AcquireKind, LockState, LockStateKind, StoreLock, lock_status, takeover_words
 from ..errors import LockHeld, LockLost
 from ..log import ActivityLog, StatusFile, utc_stamp
 from ..policy import Policy
@@ -115,12 +115,8 @@ class JobEnv:
                 self.lock_changed.clear()
                 continue
             self.clear_waiting()
-            if result.kind is AcquireKind.TOOK_OVER and result.abandoned:
-                self.activity.write(f"took over the lock of {result.previous_owner} for {job}: {result.abandoned}")
-            elif result.kind is AcquireKind.TOOK_OVER:
-                self.activity.write(
-                    f"took over a stale lock from {result.previous_owner} ({result.previous_age} s "
-                    f"without a heartbeat; stale after {self.policy.lock.stale_seconds} s) for {job}")
+            if result.kind is AcquireKind.TOOK_OVER:
+                self.activity.write(f"{takeover_words(result, self.policy.lock.stale_seconds)}, for {job}")
             return lock
 
     @contextmanager
@@ -142,7 +138,7 @@ class JobEnv:
                 # The pass hands the lock back itself at its end (same owner); if a distiller got
                 # it during the pass, what changed may be theirs: then claim nothing.
                 state = self.lock_state()
-                foreign = foreign or (state.kind is LockStateKind.HELD and state.owner != self.owner)
+                foreign = foreign or (state.blocks and state.owner != self.owner)
                 if self.watcher is not None and not foreign:
                     self.watcher.record_own(before, scan_shared(self.store), started, ended)
         finally:

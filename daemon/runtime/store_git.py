@@ -157,7 +157,8 @@ class StoreGit:
         if store is None:
             return {"available": True, "note": why, "remote": None}
         info: dict[str, Any] = {"available": True, "note": None, "branch": store.branch,
-                                "remote": store.remote if store.has_remote() else None}
+                                "remote": store.remote if store.has_remote() else None,
+                                "push": self.settings.git.push}
         try:
             info["ahead"], info["behind"] = ahead_behind(store)
         except Exception:  # a repository in an odd state: status must still be written
