@@ -15,7 +15,7 @@ from .commit import Committable, CommitResult, commit_paths, message, read_commi
 from .errors import CommitRefused
 from .index_entry import settle_fresh_entries
 from .index_repair import repair_stale_entries
-from .repo import MANAGED_FILES, StoreRepo, require_quiet
+from .repo import MANAGED_FILES, StoreRepo, busy_reason, require_quiet
 from .trees import head_commit, tree_entry
 
 BODY_PATH_LIMIT = 50
@@ -45,6 +45,19 @@ class WorkingChanges:
     @property
     def paths(self) -> list[str]:
         return sorted(self.added + self.changed + self.removed)
+
+
+def repair_index(store: StoreRepo) -> list[str]:
+    """Finish an index update a killed distilld left, and set back to HEAD what the index still
+    names of an older distilld state (the paths so repaired). Git busy: nothing now; every
+    commit repairs first too."""
+    if busy_reason(store) is not None:
+        return []
+    try:
+        repair_pending_index(store)
+        return repair_stale_entries(store)
+    except (pygit2.GitError, OSError):
+        return []  # someone else writes the index right now
 
 
 def working_changes(store: StoreRepo) -> WorkingChanges:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..actions.sync import OperationRecord, committed_operation, lock_holder, run_sync
-from ..gitstore.agent_changes import commit_agent_changes
+from ..gitstore.agent_changes import commit_agent_changes, repair_index
 from ..gitstore.auth import Credentials
 from ..gitstore.commit import Identity, new_pass_id
 from ..gitstore.errors import GitBusy, NotAStoreRepo
@@ -111,6 +111,13 @@ class StoreGit:
         notes = [*done.notes, *(f"{path}: not committed: {reason}" for path, reason in done.skipped)]
         return CommitOutcome(bool(done.commit), done.commit, list(done.paths),
                              note=done.waiting or ("; ".join(notes) if notes else None), skipped=notes)
+
+    def repair_index(self) -> list[str]:
+        """At start-up: finish an index update a killed distilld left, and set back to HEAD what
+        the index still names of an older distilld state; the paths repaired. Git busy: later
+        (every commit repairs first too)."""
+        store, _ = self._open()
+        return [] if store is None else repair_index(store)
 
     @contextmanager
     def operation(self, name: str) -> Iterator[OperationCommit]:
