@@ -43,8 +43,9 @@ class TrialResult:
     seed: int
     ok: bool
     kills: int
-    settle_seconds: float | None
+    settle_seconds: float | None  # from the writer's last write (or the last start, if later)
     problems: list[str] = field(default_factory=list)
+    after_start_seconds: float | None = None  # from the last start of the daemon
     writes: int = 0
     tokens: int = 0
 
@@ -274,16 +275,20 @@ def run_trial(seed: int, base: Path, writer_seconds: float = 8.0,
         moments = sorted(rng.uniform(0.2, writer_seconds) for _ in range(kills))
         began = time.monotonic()
         thread.start()
+        last_start = began
         for moment in moments:
             time.sleep(max(0.0, began + moment - time.monotonic()))
             daemon.kill()
             time.sleep(rng.uniform(0.0, 0.8))
             daemon.start()
+            last_start = time.monotonic()
         thread.join()
         if writer.error is not None:
             problems.append(f"the writer failed: {writer.error!r}")
         # Settling is timed from the later of the last start and the writer's last write.
+        waiting_from = time.monotonic()
         waited = wait_settled(daemon, store, SETTLE_LIMIT_SECONDS)
+        after_start = None if waited is None else waiting_from + waited - last_start
         if waited is None:
             problems.append(f"not settled {SETTLE_LIMIT_SECONDS:g} s after the last start; status: "
                             f"{json.dumps(daemon.status().get('waiting'))}, lock: "
@@ -293,7 +298,7 @@ def run_trial(seed: int, base: Path, writer_seconds: float = 8.0,
         daemon.stop()
         if problems:
             say(f"    activity log tail: {tail(base / 'state' / instance_key(store) / 'activity.log')}")
-        return TrialResult(seed, not problems, kills, waited, problems, writer.writes, len(writer.tokens))
+        return TrialResult(seed, not problems, kills, waited, problems, after_start, writer.writes, len(writer.tokens))
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
 

@@ -319,7 +319,7 @@ class Daemon:
         env = self._env
         state = env.lock_state()
         lock = {"state": state.kind.value, "owner": state.owner, "age_seconds": state.age,
-                "ours": state.owner == env.owner}
+                "ours": state.owner == env.owner, "alive": state.alive, "liveness": state.liveness}
         worker = self.worker.state() if self.worker else {}
         parts: dict[str, Any] = {"lock": lock, "worker": worker,
                                  "paused": bool(worker.get("paused"))}

@@ -60,6 +60,8 @@ def main() -> int:
             result = TrialResult(seed, False, 0, None, [f"the trial crashed: {error!r}"])
         results.append(result)
         settle = "never" if result.settle_seconds is None else f"{result.settle_seconds:.1f} s"
+        if result.after_start_seconds is not None:
+            settle += f" ({result.after_start_seconds:.1f} s after the last start)"
         print(f"  seed {seed}: {'ok  ' if result.ok else 'FAIL'} kills {result.kills}, writes {result.writes}, "
               f"tokens {result.tokens}, settled in {settle}", flush=True)
         for problem in result.problems:
@@ -74,8 +76,13 @@ def main() -> int:
     print(f"passed {passed} of {len(results)}; kills {sum(r.kills for r in results)} in all; "
           f"writer tokens {sum(r.tokens for r in results)}")
     if settles:
-        print(f"settle after the last start: median {statistics.median(settles):.1f} s, "
-              f"p90 {quantile(settles, 0.9):.1f} s, max {max(settles):.1f} s (n={len(settles)})")
+        print(f"settled after the writer stopped (or the last start, if later): median "
+              f"{statistics.median(settles):.1f} s, p90 {quantile(settles, 0.9):.1f} s, max {max(settles):.1f} s "
+              f"(n={len(settles)})")
+    starts = [r.after_start_seconds for r in results if r.after_start_seconds is not None]
+    if starts:
+        print(f"settled after the last start (the writer may still be writing then): median "
+              f"{statistics.median(starts):.1f} s, max {max(starts):.1f} s")
     print(f"took {spent.wall:.0f} s wall, {spent.cpu:.0f} s CPU (this process and its children); "
           f"load {load_average()}")
     failed = [r.seed for r in results if not r.ok]
