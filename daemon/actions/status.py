@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.guard import lost_ledger_lines
+from ..engine.lock import LockState, LockStateKind, lock_status
+from ..errors import LockIOError
 from ..store.safety import store_links, store_unsafe_names
 
 PASS_ORDER = ("follow", "check", "commit", "sync", "compaction", "lifecycle", "reconcile")
@@ -34,10 +36,15 @@ class StatusView:
     files: dict[str, str]
     stuck: list[str] = field(default_factory=list)
     unmanaged: list[str] = field(default_factory=list)  # folders distilld does not manage
+    lock: LockState | None = None  # the store's .lock as it is now (None: no store to read)
 
     def to_dict(self) -> dict[str, Any]:
+        lock = None if self.lock is None else {
+            "state": self.lock.kind.value, "owner": self.lock.owner, "age_seconds": self.lock.age,
+            "alive": self.lock.alive, "liveness": self.lock.liveness}
         return {"store": str(self.store), "running": self.running, "pid": self.pid, "service": self.service,
-                "stuck": self.stuck, "files": self.files, "unmanaged": self.unmanaged, "status": self.data}
+                "stuck": self.stuck, "files": self.files, "unmanaged": self.unmanaged, "lock": lock,
+                "status": self.data}
 
 
 def _epoch(stamp: Any) -> float | None:
@@ -87,7 +94,9 @@ def find_stuck(data: dict[str, Any] | None, running: bool, service: dict[str, An
     if git.get("blocked"):
         stuck.append(f"sync blocked: {git['blocked']}")
     last_sync = _epoch((git.get("last_sync") or {}).get("at"))
-    if git.get("ahead") and (last_sync is None or now - last_sync > UNPUSHED_SECONDS):
+    # Commits wait for a push only where one is meant to happen: a remote, and push not turned off.
+    pushes = bool(git.get("remote")) and git.get("push") is not False
+    if pushes and git.get("ahead") and (last_sync is None or now - last_sync > UNPUSHED_SECONDS):
         stuck.append(f"{git['ahead']} commit(s) not pushed yet")
     if git.get("behind"):
         stuck.append(f"{git['behind']} commit(s) on the remote not pulled yet")
@@ -125,8 +134,32 @@ def build_view(store: Path, data: dict[str, Any] | None, pid: int | None, servic
                files: dict[str, str], now: float | None = None) -> StatusView:
     running = pid is not None
     view = StatusView(store, running, pid if pid and pid > 0 else None, data, service, files)
-    view.stuck = find_stuck(data, running, service, time.time() if now is None else now) + store_problems(store)
+    view.lock = current_lock(store)
+    view.stuck = (find_stuck(data, running, service, time.time() if now is None else now)
+                  + lock_problems(view.lock) + store_problems(store))
     return view
+
+
+def current_lock(store: Path) -> LockState | None:
+    """The store's .lock read now, with whether its owner runs (status.json may be minutes old)."""
+    root = store.expanduser()
+    if not root.is_dir():
+        return None
+    try:
+        return lock_status(root)
+    except LockIOError:
+        return None
+
+
+def lock_problems(lock: LockState | None) -> list[str]:
+    """A lock nobody will release: its owner no longer runs, or it went without a heartbeat."""
+    if lock is None or lock.kind is LockStateKind.FREE or lock.kind is LockStateKind.HELD:
+        return []
+    if lock.kind is LockStateKind.ABANDONED:
+        return [f"the store's lock is held by {lock.owner} for {lock.age} s, but {lock.liveness}: the daemon's "
+                "next pass takes it over (`distilld run --once` does it now)"]
+    return [f"the store's lock of {lock.owner} has had no heartbeat for {lock.age} s (stale): the next pass "
+            "takes it over"]
 
 
 def store_problems(store: Path) -> list[str]:
@@ -219,13 +252,9 @@ def render_text(view: StatusView) -> str:
             out.append(f"last seen: {data.get('updated_at')} ({data.get('state')})")
     if view.service is not None:
         out.append(str(view.service.get("line")))
-    lock = data.get("lock") or {}
-    if lock:
-        if lock.get("state") == "free":
-            out.append("lock: free")
-        else:
-            out.append(f"lock: {lock.get('state')}, {lock.get('owner')} for {lock.get('age_seconds')} s"
-                       + (" (distilld itself)" if lock.get("ours") else ""))
+    if view.lock is not None:
+        ours = view.running and view.lock.owner is not None and view.lock.owner.endswith(f".{view.pid}")
+        out.append(f"lock: {view.lock.describe()}" + (" (the daemon itself)" if ours else ""))
     watcher = data.get("watcher") or {}
     if watcher and view.running:
         pending = watcher.get("pending_paths") or 0

@@ -236,11 +236,10 @@ def progress_on_terminal(as_json: bool) -> Iterator[None]:
 
 # -- one commit per operation -----------------------------------------------------------------
 
-def log_takeover(root: Path, owner: str, previous: str | None, age: int | None) -> None:
-    """A stale lock taken over from the command line: said on stderr and in the store's activity
-    log (the one the daemon keeps), with the old holder and its age."""
-    line = (f"took over a stale lock from {previous or 'an unknown owner'} ({age} s without a heartbeat) "
-            f"for {owner} (command line)")
+def log_takeover(root: Path, owner: str, words: str) -> None:
+    """A lock taken over from the command line (stale, or its owner no longer runs): said on
+    stderr and in the store's activity log (the one the daemon keeps), naming the old holder."""
+    line = f"{words}, for {owner} (command line)"
     click.echo(f"distilld: {line}", err=True)
     try:
         from ..log import ActivityLog

@@ -44,10 +44,14 @@ def instance(settings: Any) -> Any:
 @store_command()
 @click.option("--once", is_flag=True,
               help="Run one full cycle (catalog, checks, commit, sync, compaction, lifecycle) and exit: "
-                   "for tests, and for running from cron. Exit 1 if a pass failed.")
+                   "for tests, and for running from cron. Exit 1 if a pass failed; each problem is "
+                   "one line on stderr.")
+@click.option("--wait", "wait", type=click.FloatRange(min=0), default=None,
+              help="With --once: how many seconds to wait for a distiller's lock before giving up (exit 1). "
+                   "Default: until it is released or goes stale.")
 @config_option
 @click.pass_context
-def run(ctx: click.Context, once: bool, config_path: Path | None) -> None:
+def run(ctx: click.Context, once: bool, wait: float | None, config_path: Path | None) -> None:
     """Follow the store in the foreground (what the service runs).
 
     Once the store is quiet and no distiller holds its lock, the catalog is rebuilt if stale,
@@ -59,8 +63,10 @@ def run(ctx: click.Context, once: bool, config_path: Path | None) -> None:
     """
     from ..runtime.daemon import run_daemon
 
+    if wait is not None and not once:
+        raise click.UsageError("--wait goes with --once (the daemon itself waits for a lock as long as it is held)")
     settings, overrides = daemon_settings(ctx, config_path)
-    ctx.exit(run_daemon(settings, config=config_path, overrides=overrides, once=once))
+    ctx.exit(run_daemon(settings, config=config_path, overrides=overrides, once=once, lock_wait_seconds=wait))
 
 
 @store_command()

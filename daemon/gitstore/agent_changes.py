@@ -14,7 +14,8 @@ from ..store.paths import SPINE, sync_class
 from .commit import Committable, CommitResult, commit_paths, message, read_committable, repair_pending_index
 from .errors import CommitRefused
 from .index_entry import settle_fresh_entries
-from .repo import MANAGED_FILES, StoreRepo, require_quiet
+from .index_repair import repair_stale_entries
+from .repo import MANAGED_FILES, StoreRepo, busy_reason, require_quiet
 from .trees import head_commit, tree_entry
 
 BODY_PATH_LIMIT = 50
@@ -39,16 +40,30 @@ class WorkingChanges:
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     staged: list[str] = field(default_factory=list)  # the user's: left alone
+    repaired: list[str] = field(default_factory=list)  # index entries a killed distilld left behind
 
     @property
     def paths(self) -> list[str]:
         return sorted(self.added + self.changed + self.removed)
 
 
+def repair_index(store: StoreRepo) -> list[str]:
+    """Finish an index update a killed distilld left, and set back to HEAD what the index still
+    names of an older distilld state (the paths so repaired). Git busy: nothing now; every
+    commit repairs first too."""
+    if busy_reason(store) is not None:
+        return []
+    try:
+        repair_pending_index(store)
+        return repair_stale_entries(store)
+    except (pygit2.GitError, OSError):
+        return []  # someone else writes the index right now
+
+
 def working_changes(store: StoreRepo) -> WorkingChanges:
     repair_pending_index(store)
+    found = WorkingChanges(repaired=repair_stale_entries(store))
     settle_fresh_entries(store)  # before the scan: a settled entry is not hashed by it
-    found = WorkingChanges()
     for path, flags in store.repo.status(untracked_files="all", ignored=False).items():
         if path not in MANAGED_FILES and sync_class(path) != "shared":
             continue
@@ -83,6 +98,9 @@ def commit_agent_changes(store: StoreRepo, signature: pygit2.Signature, pass_id:
     changes = working_changes(store)
     result = CommitResult(None, operation, pass_id)
     result.notes += [f"{p}: staged by you; left for your own commit" for p in changes.staged]
+    if changes.repaired:
+        result.notes.append(f"the index named what {', '.join(changes.repaired[:5])} held before distilld's last "
+                            "commit of it (a killed distilld left it so): set back to HEAD")
     paths: list[str] = []
     read: dict[str, Committable | None] = {}
     for path in changes.paths:

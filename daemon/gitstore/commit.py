@@ -22,11 +22,13 @@ from typing import NamedTuple
 import pygit2
 from pygit2.enums import FileMode
 
+from ..engine.crash import crashpoint  # a stdlib-only leaf: fault injection for the crash tests
 from ..store.merge import has_conflict_markers
 from ..store.paths import sync_class
 from .errors import CommitRefused, GitBusy
 from .gitcli import git_executable
 from .index_entry import add_committed, remember_fresh, same_file
+from .index_repair import repair_stale_entries
 from .maintenance import refresh_index
 from .repo import MANAGED_FILES, StoreRepo, require_quiet, write_state_file
 from .trees import Entry, head_commit, tree_entry, tree_with
@@ -228,6 +230,7 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
     repo, root = store.repo, store.root
     require_quiet(store)
     repair_pending_index(store)
+    repair_stale_entries(store)
     wanted = sorted(set(paths))
     known = read or {}
     contents = {path: known[path] if path in known else read_committable(root, path) for path in wanted}
@@ -253,12 +256,22 @@ def commit_paths(store: StoreRepo, paths: Iterable[str], text: str, signature: p
     if head is not None and tree == head.tree.id:
         return None
     parents = [head.id] if head is not None else []
+    # The order makes a kill anywhere recoverable: the commit object, then the record of the
+    # index update it needs, then the branch, then the index. Killed before the branch moves,
+    # the record names a commit HEAD does not reach and is dropped; killed after, the next
+    # commit or start finishes the index from it (repair_pending_index).
+    new = repo.create_commit(None, signature, signature, text, tree, parents)
+    _write_pending(store, new, head.id if head else None, entries)
+    crashpoint("commit-recorded")
     try:
         # "HEAD" + first parent: libgit2 refuses when the branch tip is no longer that parent.
-        new = repo.create_commit("HEAD", signature, signature, text, tree, parents)
+        # The same object again, so the same id; only now does the branch move.
+        moved = repo.create_commit("HEAD", signature, signature, text, tree, parents)
     except (pygit2.GitError, OSError) as error:
+        _pending_path(store).unlink(missing_ok=True)
         raise GitBusy(f"{root}: the branch moved or is locked while committing ({error}); retrying later") from None
-    _write_pending(store, new, head.id if head else None, entries)
+    assert moved == new, "a commit's id is a function of its content"
+    crashpoint("branch-moved")
     try:
         _apply_to_index(store, entries, head.tree if head else None, read_under)
     except (pygit2.GitError, OSError):

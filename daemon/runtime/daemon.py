@@ -27,7 +27,6 @@ from ..errors import StoreError
 from ..log import ActivityLog, StatusFile, configure_logging, console_mode, get_logger, read_json, utc_stamp
 from ..policy import Policy, load_policy
 from ..settings import InstancePaths, Settings, ensure_private_dir
-from ..store.local import lifecycle_enabled
 from ..store.paths import set_extra_synced_folders
 from ..store.unmanaged import unmanaged_folders
 from . import sdnotify
@@ -35,7 +34,8 @@ from .control import ControlServer
 from .daemon_requests import RUN_NOW_JOBS, answer, reload_settings
 from .instance import InstanceLock
 from .job_runner import run_job
-from .jobs import JobEnv, PassResult
+from .jobs import JobEnv
+from .once import run_cycle, say_on_stderr
 from .scheduler import SCHEDULED, Schedule, Worker
 from .store_git import StoreGit
 from .debounce import Debouncer
@@ -43,7 +43,6 @@ from .watcher import StoreWatcher
 
 log = get_logger("distilld.daemon")
 
-ONCE_JOBS = ("follow", "sync", "compaction", "lifecycle")
 TICK_SECONDS = 15.0  # supervision and status refresh; events and signals wake it sooner
 
 
@@ -58,11 +57,13 @@ def _parse_stamp(value: Any) -> datetime | None:
 
 class Daemon:
     def __init__(self, settings: Settings, *, config: Path | None = None,
-                 overrides: dict[str, Any] | None = None, once: bool = False) -> None:
+                 overrides: dict[str, Any] | None = None, once: bool = False,
+                 lock_wait_seconds: float | None = None) -> None:
         self.settings = settings
         self.config = config
         self.overrides = overrides or {}
         self.once = once
+        self.lock_wait_seconds = lock_wait_seconds  # --once --wait
         self.store = settings.store
         set_extra_synced_folders(settings.git.extra_folders)
         self.paths = InstancePaths.for_store(self.store)
@@ -95,6 +96,7 @@ class Daemon:
             policy = load_policy(self.settings.policy)
             self.env = self._make_env(policy)
             self._sweep_temp_files()
+            self._repair_index()
             self._install_signals()
             return self._run_once() if self.once else self._serve()
         finally:
@@ -113,7 +115,8 @@ class Daemon:
         env = JobEnv(settings=self.settings, policy=policy, store=self.store, owner=default_owner(),
                      status=status, activity=activity, stop=self.stop, lock_changed=threading.Event(),
                      git=StoreGit(self.store, self.settings, policy, lambda: datetime.now(UTC)),
-                     block_on_lock=self.once)
+                     block_on_lock=self.once, lock_wait_seconds=self.lock_wait_seconds,
+                     say=say_on_stderr if self.once else None)
         if not self.store.is_dir():
             return env  # nothing to ask git yet; the first pass after the store appears does
         try:
@@ -129,6 +132,16 @@ class Daemon:
         if removed and self.env is not None:
             self.env.activity.write(f"removed {len(removed)} temp file(s) left by processes that no longer run: "
                                     + ", ".join(str(p) for p in removed[:5]))
+
+    def _repair_index(self) -> None:
+        """What a killed distilld left in git's index is set right before anything else runs."""
+        if self.env is None or not self.store.is_dir():
+            return
+        repaired = self.env.git.repair_index()
+        if repaired:
+            self.env.activity.write(f"set {len(repaired)} index entr{'y' if len(repaired) == 1 else 'ies'} back to "
+                                    "HEAD: they named what the file held before distilld's last commit (a killed "
+                                    "distilld left them so): " + ", ".join(repaired[:5]))
 
     # -- signals ---------------------------------------------------------------------------
 
@@ -161,20 +174,7 @@ class Daemon:
     # -- one cycle -------------------------------------------------------------------------
 
     def _run_once(self) -> int:
-        env = self._env
-        env.status.update(state="running")
-        env.status.update(lifecycle="enabled" if lifecycle_enabled(self.store) else "disabled", flush=False)
-        results: list[PassResult] = []
-        for job in ONCE_JOBS:
-            if self.stop.is_set():
-                break
-            results.append(run_job(env, job, "once"))
-        if (env.unpushed and not self.stop.is_set() and self.settings.git.push
-                and env.git.has_remote()):
-            # compaction or the lifecycle committed after the cycle's sync: push that too
-            results.append(run_job(env, "sync", "once:after-commit"))
-        env.status.update(state="stopped", current=None, pid=None)
-        return 0 if all(r.ok for r in results) else 1
+        return run_cycle(self._env, self.stop, self.lock_wait_seconds)
 
     # -- the daemon ------------------------------------------------------------------------
 
@@ -319,7 +319,7 @@ class Daemon:
         env = self._env
         state = env.lock_state()
         lock = {"state": state.kind.value, "owner": state.owner, "age_seconds": state.age,
-                "ours": state.owner == env.owner}
+                "ours": state.owner == env.owner, "alive": state.alive, "liveness": state.liveness}
         worker = self.worker.state() if self.worker else {}
         parts: dict[str, Any] = {"lock": lock, "worker": worker,
                                  "paused": bool(worker.get("paused"))}
@@ -370,7 +370,8 @@ def missing_store_line(store: Path, *, waiting: bool) -> str:
             f"or pass --store DIR){then}")
 
 
-def run_daemon(settings: Settings, *, config: Path | None, overrides: dict[str, Any], once: bool) -> int:
+def run_daemon(settings: Settings, *, config: Path | None, overrides: dict[str, Any], once: bool,
+               lock_wait_seconds: float | None = None) -> int:
     if not once and not settings.store.is_dir() and console_mode(settings.log.console) == "off":
         # Said even when stderr is no terminal (a terminal and the journal get the activity log's
         # own line); the daemon then waits for the store, so a service does not crash-loop.
@@ -378,4 +379,4 @@ def run_daemon(settings: Settings, *, config: Path | None, overrides: dict[str, 
     elif not once and sys.stderr.isatty():
         print(f"distilld: following {settings.store}; `distilld status` shows what it does, "
               "Ctrl-C stops it", file=sys.stderr)
-    return Daemon(settings, config=config, overrides=overrides, once=once).run()
+    return Daemon(settings, config=config, overrides=overrides, once=once, lock_wait_seconds=lock_wait_seconds).run()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..actions.follow import FollowReport, run_follow
-from ..engine.lock import LockState, LockStateKind, StoreLock
+from ..engine.lock import LockState, LockStateKind, StoreLock, takeover_words
 from ..engine.recovery import interrupted_passes
 from ..errors import LockHeld
 from ..log import get_logger, utc_stamp
@@ -97,12 +97,15 @@ def follow(env: JobEnv, trigger: str) -> PassResult:
         return PassResult(True, f"waiting: no store at {env.store} (`distilld new` creates one)")
     # Reading and committing need no lock, but a distiller holding a fresh one is mid-run: its
     # changes are not finished. A stale lock does not block (run_follow takes it over only if
-    # it has to write the catalog).
+    # it has to write the catalog); a lock whose owner no longer runs (a killed daemon's) is
+    # taken over at once and given back, so it neither blocks nor lingers.
     held: StoreLock | None = None
     state = env.lock_state()
-    if state.kind is LockStateKind.HELD and state.owner != env.owner:
+    if state.blocks and state.owner != env.owner:
         if not env.block_on_lock:
             return _wait_later(env, state)
+        held = env.take_lock("follow")
+    elif state.kind is LockStateKind.ABANDONED:
         held = env.take_lock("follow")
     env.wants_release = False
     env.clear_waiting()
@@ -121,8 +124,7 @@ def follow(env: JobEnv, trigger: str) -> PassResult:
             env.watcher.mark_own([CATALOG])
         env.activity.write(f"rebuilt CATALOG.md ({listing(report.catalog_reasons, 2)})")
     if report.takeover is not None:
-        env.activity.write(f"took over a stale lock from {report.takeover.previous_owner} "
-                           f"({report.takeover.previous_age} s without a heartbeat) to rebuild the catalog")
+        env.activity.write(f"{takeover_words(report.takeover, env.policy.lock.stale_seconds)}, to rebuild the catalog")
     _report_checks(env, report)
     _report_budgets(env, report.budget)
     env.check_stop()
@@ -165,7 +167,7 @@ def refresh_ahead_behind(env: JobEnv) -> None:
         log.exception("git.state_failed")
         return
     git = dict(env.status.get("git") or {})
-    git.update({key: state[key] for key in ("ahead", "behind", "remote", "branch") if key in state})
+    git.update({key: state[key] for key in ("ahead", "behind", "remote", "branch", "push") if key in state})
     env.status.update(git=git, flush=False)
 
 

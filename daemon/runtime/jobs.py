@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.lock import AcquireKind, LockState, LockStateKind, StoreLock, lock_status
+from ..engine.lock import AcquireKind, LockState, LockStateKind, StoreLock, lock_status, takeover_words
 from ..errors import LockHeld, LockLost
 from ..log import ActivityLog, StatusFile, utc_stamp
 from ..policy import Policy
@@ -61,6 +61,8 @@ class JobEnv:
     worker: Worker | None = None
     schedule: Schedule | None = None
     block_on_lock: bool = False  # --once: a follow waits for the lock instead of coming back later
+    lock_wait_seconds: float | None = None  # --once --wait: give up on a held lock after this long
+    say: Callable[[str], None] | None = None  # --once: what it waits for, said on stderr too
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     incremental: IncrementalStore = field(default_factory=IncrementalStore)  # the last pass's snapshot
     wants_release: bool = False  # a follow is waiting for a distiller to release the lock
@@ -84,7 +86,11 @@ class JobEnv:
         if self._waiting_for != owner:  # one line per wait, not one per poll
             self._waiting_for = owner
             age = f" for {state.age} s" if state.age is not None else ""
-            self.activity.write(f"waiting: lock held by {owner}{age} ({job} runs once it is released)")
+            alive = f"; {state.liveness}" if state.liveness else ""
+            self.activity.write(f"waiting: lock held by {owner}{age} ({job} runs once it is released{alive})")
+            if self.say is not None:
+                self.say(f"waiting for {self.store}/.lock, held by {owner}{age}{alive}: {job} runs once it is "
+                         f"released, {self._gives_up()}")
         self.status.update(state="waiting", waiting={
             "for": "lock", "owner": owner, "age_seconds": state.age, "job": job, "since": utc_stamp()})
 
@@ -93,34 +99,45 @@ class JobEnv:
             self.status.update(waiting=None)
         self._waiting_for = None
 
+    def _gives_up(self) -> str:
+        if self.lock_wait_seconds is not None:
+            return f"or this gives up after {self.lock_wait_seconds:g} s (--wait)"
+        return (f"or once it has gone {self.policy.lock.stale_seconds:g} s without a heartbeat (--wait SECONDS "
+                "gives up sooner)")
+
     def lock_state(self) -> LockState:
         return lock_status(self.store, self.policy.lock.stale_seconds)
 
     def take_lock(self, job: str) -> StoreLock:
         """Take the store's lock for a pass, waiting (and saying for whom) while a distiller holds
-        a fresh one. A stale lock is taken over as the protocol allows, and the takeover logged."""
+        a fresh one. A stale lock is taken over as the protocol allows, and the takeover logged.
+        With ``lock_wait_seconds`` set, LockHeld once that long has passed."""
+        give_up = None if self.lock_wait_seconds is None else time.monotonic() + self.lock_wait_seconds
         while True:
             self.check_stop()
             lock = StoreLock.from_policy(self.store, self.owner, self.policy.lock)
             try:
                 result = lock.acquire(0)
             except LockHeld as held:
-                self.note_waiting(LockState(LockStateKind.HELD, held.owner or "(contended)", held.age), job)
+                state = self.lock_state()
+                if state.owner != held.owner:  # released or changed since: say whom we saw
+                    state = LockState(LockStateKind.HELD, held.owner or "(contended)", held.age)
+                self.note_waiting(state, job)
+                if give_up is not None and time.monotonic() >= give_up:
+                    raise
                 # Woken by the watcher when .lock changes; the timeout is the fallback look.
                 timings = self.policy.lock
                 deadline = time.monotonic() + min(timings.poll_seconds * 5, timings.waiting_recheck_seconds)
+                if give_up is not None:
+                    deadline = min(deadline, give_up)
                 while time.monotonic() < deadline and not self.stop.is_set():
                     if self.lock_changed.wait(0.5):
                         break
                 self.lock_changed.clear()
                 continue
             self.clear_waiting()
-            if result.kind is AcquireKind.TOOK_OVER and result.abandoned:
-                self.activity.write(f"took over the lock of {result.previous_owner} for {job}: {result.abandoned}")
-            elif result.kind is AcquireKind.TOOK_OVER:
-                self.activity.write(
-                    f"took over a stale lock from {result.previous_owner} ({result.previous_age} s "
-                    f"without a heartbeat; stale after {self.policy.lock.stale_seconds} s) for {job}")
+            if result.kind is AcquireKind.TOOK_OVER:
+                self.activity.write(f"{takeover_words(result, self.policy.lock.stale_seconds)}, for {job}")
             return lock
 
     @contextmanager
@@ -142,7 +159,7 @@ class JobEnv:
                 # The pass hands the lock back itself at its end (same owner); if a distiller got
                 # it during the pass, what changed may be theirs: then claim nothing.
                 state = self.lock_state()
-                foreign = foreign or (state.kind is LockStateKind.HELD and state.owner != self.owner)
+                foreign = foreign or (state.blocks and state.owner != self.owner)
                 if self.watcher is not None and not foreign:
                     self.watcher.record_own(before, scan_shared(self.store), started, ended)
         finally:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..actions.sync import OperationRecord, committed_operation, lock_holder, run_sync
-from ..gitstore.agent_changes import commit_agent_changes
+from ..gitstore.agent_changes import commit_agent_changes, repair_index
 from ..gitstore.auth import Credentials
 from ..gitstore.commit import Identity, new_pass_id
 from ..gitstore.errors import GitBusy, NotAStoreRepo
@@ -112,6 +112,13 @@ class StoreGit:
         return CommitOutcome(bool(done.commit), done.commit, list(done.paths),
                              note=done.waiting or ("; ".join(notes) if notes else None), skipped=notes)
 
+    def repair_index(self) -> list[str]:
+        """At start-up: finish an index update a killed distilld left, and set back to HEAD what
+        the index still names of an older distilld state; the paths repaired. Git busy: later
+        (every commit repairs first too)."""
+        store, _ = self._open()
+        return [] if store is None else repair_index(store)
+
     @contextmanager
     def operation(self, name: str) -> Iterator[OperationCommit]:
         """Run a maintenance pass inside: it becomes one commit of exactly the paths it changed."""
@@ -157,7 +164,8 @@ class StoreGit:
         if store is None:
             return {"available": True, "note": why, "remote": None}
         info: dict[str, Any] = {"available": True, "note": None, "branch": store.branch,
-                                "remote": store.remote if store.has_remote() else None}
+                                "remote": store.remote if store.has_remote() else None,
+                                "push": self.settings.git.push}
         try:
             info["ahead"], info["behind"] = ahead_behind(store)
         except Exception:  # a repository in an odd state: status must still be written

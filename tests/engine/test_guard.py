@@ -231,7 +231,8 @@ def test_the_takeover_after_a_kill_leaves_a_json_report_clean(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["ok"] is True
-    assert "took over a stale lock from distilld." in done.stderr
+    assert "took over the lock of distilld." in done.stderr and "no longer runs" in done.stderr
+    assert "without a heartbeat" not in done.stderr
 
 
 # -- temp files ---------------------------------------------------------------------------------

@@ -115,7 +115,7 @@ def test_stuck_states_are_named() -> None:
     data = {
         "updated_at": stamp(-600),
         "waiting": {"for": "lock", "owner": "alpha", "age_seconds": 100, "since": stamp(-1000)},
-        "git": {"ahead": 2, "behind": 1, "blocked": "merge conflict in projects/x.md",
+        "git": {"ahead": 2, "behind": 1, "remote": "origin", "blocked": "merge conflict in projects/x.md",
                 "last_sync": {"at": stamp(-7200)}},
         "watcher": {"alive": False, "pending_for_seconds": 400, "max_wait_seconds": 30},
         "passes": {"compaction": {"ok": False, "summary": "self-check failed"}},

@@ -6,7 +6,7 @@ package follows that script step by step (STORE-FORMAT.md 2.2): the same file na
 same three `.status` forms (STORE-FORMAT.md 1.11, 2.1). Its parts:
 
 * protocol.py   the `.lock` line: file names, owner names, parsing, the ISO stamp
-* liveness.py   whether an owner is provably gone (a dead pid, or a reused one)
+* liveness.py   whether an owner runs: the one liveness decision every path uses
 * lock_file.py  creating and replacing `.lock` (link(2) from a complete temp file, rename)
 * mutex.py      the `.lock.takeover` flock mutex
 * status.py     the `.status` line and the `status` answer
@@ -20,8 +20,8 @@ protocol's own files; nothing here writes store knowledge.
 from __future__ import annotations
 
 from ...errors import LockHeld, LockIOError, LockLost, LockUsageError
-from .acquire import AcquireKind, AcquireResult
-from .liveness import abandoned_owner, pid_alive
+from .acquire import AcquireKind, AcquireResult, takeover_words
+from .liveness import OwnerLiveness, abandoned_owner, owner_liveness, pid_alive
 from .mutex import MutexBusy, TakeoverMutex
 from .protocol import (
     LOCK_FILE,
@@ -56,6 +56,7 @@ __all__ = [
     "LockStateKind",
     "LockUsageError",
     "MutexBusy",
+    "OwnerLiveness",
     "StatusLine",
     "StoreLock",
     "TakeoverHook",
@@ -65,9 +66,11 @@ __all__ = [
     "default_owner",
     "format_iso",
     "lock_status",
+    "owner_liveness",
     "pid_alive",
     "read_lock",
     "takeover_hook",
+    "takeover_words",
     "waiting_hook",
     "WaitingHook",
 ]

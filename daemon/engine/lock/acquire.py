@@ -50,6 +50,14 @@ class AcquireResult:
         return "acquired"
 
 
+def takeover_words(taken: AcquireResult, stale_seconds: float) -> str:
+    """One phrase for a takeover, wherever it is told: whose lock, and why it could be taken."""
+    if taken.abandoned:
+        return f"took over the lock of {taken.previous_owner}: {taken.abandoned}"
+    return (f"took over a stale lock from {taken.previous_owner or 'an unknown owner'} ({taken.previous_age} s "
+            f"without a heartbeat; stale after {stale_seconds:g} s)")
+
+
 class Acquirer:
     """Takes ``lock`` for its owner, one attempt at a time (StoreLock.acquire does the waiting)."""
 

@@ -8,6 +8,7 @@ exactly as a stale one); any other owner's lock keeps the stale period.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from .protocol import DIGITS, LockLine, default_owner
 
@@ -41,22 +42,42 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def abandoned_owner(line: LockLine) -> str | None:
-    """Why a lock is provably abandoned, or None: its owner names a distilld process of this
-    machine (``distilld.<host>.<pid>``) and that process is gone, or the pid now belongs to a
-    process started after the lock was last written (a reused pid cannot have written it)."""
+@dataclass(frozen=True)
+class OwnerLiveness:
+    """Whether a lock's owner runs: True or False when this machine can tell, None when it
+    cannot (an owner of another machine, or not a distilld process); ``words`` say why."""
+
+    alive: bool | None
+    words: str
+
+
+def owner_liveness(line: LockLine) -> OwnerLiveness:
+    """The one liveness decision every path takes (acquire, follow, commit, the jobs, status):
+    an owner named ``distilld.<this host>.<pid>`` is alive while that pid runs and was started
+    before the lock was last written (a reused pid cannot have written it); any other owner's
+    liveness cannot be told here, so its lock keeps the stale period."""
     prefix = default_owner().rsplit(".", 1)[0] + "."
     if not line.owner.startswith(prefix):
-        return None
+        where = "another machine's distilld" if line.owner.startswith("distilld.") else "not a distilld process"
+        return OwnerLiveness(None, f"{where}: whether it runs cannot be told from here")
     pid_text = line.owner[len(prefix):]
     if DIGITS.fullmatch(pid_text.encode()) is None:
-        return None
+        return OwnerLiveness(None, "no process id in its name: whether it runs cannot be told")
     pid = int(pid_text)
-    if pid == os.getpid() or pid <= 0:
-        return None
+    if pid == os.getpid():
+        return OwnerLiveness(True, "this process")
+    if pid <= 0:
+        return OwnerLiveness(None, "no process id in its name: whether it runs cannot be told")
     if not pid_alive(pid):
-        return f"its owner, process {pid} of this machine, no longer runs"
+        return OwnerLiveness(False, f"its owner, process {pid} of this machine, no longer runs")
     started = _process_start_epoch(pid)
     if started is not None and started > line.epoch + _START_TIME_SLACK_SECONDS:
-        return f"process {pid} of this machine started after the lock was written (a reused pid)"
-    return None
+        return OwnerLiveness(False, f"process {pid} of this machine started after the lock was written "
+                                    "(a reused pid)")
+    return OwnerLiveness(True, f"process {pid} of this machine runs")
+
+
+def abandoned_owner(line: LockLine) -> str | None:
+    """Why a lock is provably abandoned (its owner no longer runs), or None."""
+    liveness = owner_liveness(line)
+    return liveness.words if liveness.alive is False else None

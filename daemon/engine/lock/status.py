@@ -10,12 +10,13 @@ import enum
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import LockUsageError
 from ...policy import LockTimings
 from .files import unlink_quietly, write_new_file
+from .liveness import owner_liveness
 from .protocol import Clock, format_iso, read_lock
 
 STATUS_FILE = ".status"
@@ -28,20 +29,39 @@ class LockStateKind(enum.Enum):
     FREE = "free"
     HELD = "held"
     STALE = "stale"
+    ABANDONED = "abandoned"  # fresh, but its owner provably no longer runs: taken over at once
 
 
 @dataclass(frozen=True)
 class LockState:
-    """The script's `status` answer: free, or held/stale with the owner and the age in seconds."""
+    """The script's `status` answer: free, or held/stale with the owner and the age in seconds;
+    and distilld's one addition, abandoned: a fresh lock whose owner no longer runs.
+    ``alive`` is whether the owner runs (None: it cannot be told), ``liveness`` says why."""
 
     kind: LockStateKind
     owner: str | None = None
     age: int | None = None
+    # Not part of the script's answer, so not of equality either.
+    alive: bool | None = field(default=None, compare=False)
+    liveness: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         if self.kind is LockStateKind.FREE:
             return "free"
         return f"{self.kind.value} {self.owner} {self.age}s"
+
+    @property
+    def blocks(self) -> bool:
+        """A holder that must be waited for: fresh, and not provably gone."""
+        return self.kind is LockStateKind.HELD
+
+    def describe(self) -> str:
+        """`held by X for N s (process N of this machine runs)`, or `free`."""
+        if self.kind is LockStateKind.FREE:
+            return "free"
+        how = {LockStateKind.HELD: "held", LockStateKind.STALE: "stale (no heartbeat for the stale period)",
+               LockStateKind.ABANDONED: "abandoned"}[self.kind]
+        return f"{how}, by {self.owner} for {self.age} s ({self.liveness})"
 
 
 def lock_status(root: Path, stale_seconds: float | None = None, clock: Clock = time.time) -> LockState:
@@ -53,8 +73,14 @@ def lock_status(root: Path, stale_seconds: float | None = None, clock: Clock = t
     if line is None:
         return LockState(LockStateKind.FREE)
     age = int(clock()) - line.epoch
-    kind = LockStateKind.STALE if age >= stale_seconds else LockStateKind.HELD
-    return LockState(kind, line.owner, age)
+    liveness = owner_liveness(line)
+    if age >= stale_seconds:
+        kind = LockStateKind.STALE
+    elif liveness.alive is False:
+        kind = LockStateKind.ABANDONED
+    else:
+        kind = LockStateKind.HELD
+    return LockState(kind, line.owner, age, liveness.alive, liveness.words)
 
 
 def checkpoint(step: int | None, signals: int | None) -> str | None:

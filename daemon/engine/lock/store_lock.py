@@ -22,16 +22,17 @@ from typing import Any
 
 from ...errors import LockLost, LockUsageError
 from ...policy import LockTimings
-from .acquire import AcquireKind, Acquirer, AcquireResult
+from .acquire import AcquireKind, Acquirer, AcquireResult, takeover_words
 from .files import io_error
 from .lock_file import LockFile
 from .mutex import MutexBusy, TakeoverMutex
 from .protocol import Clock, LockLine, check_owner
 from .status import StatusLine, checkpoint
 
-# Told of every stale-lock takeover (the store, the new owner, the old owner, its age in s), so
-# the command line can put it in the activity log; the daemon logs its own takeovers itself.
-TakeoverHook = Callable[[Path, str, "str | None", "int | None"], None]
+# Told of every takeover (the store, the new owner, and the phrase saying whose lock it was and
+# why it could be taken), so the command line can put it in the activity log; the daemon logs
+# its own takeovers itself.
+TakeoverHook = Callable[[Path, str, str], None]
 # (store root, the holder's owner or None when contended, its age in seconds, how long we wait)
 WaitingHook = Callable[[Path, "str | None", "int | None", float], None]
 
@@ -181,7 +182,7 @@ class StoreLock:
         from . import takeover_hook
 
         if takeover_hook is not None:
-            takeover_hook(self.root, self.owner, taken.previous_owner, taken.previous_age)
+            takeover_hook(self.root, self.owner, takeover_words(taken, self.stale_seconds))
 
     def _tell_waiting(self, holder: LockLine | None, wait: float) -> None:
         # Said once per acquire, so that a command told to --wait does not look hung.
