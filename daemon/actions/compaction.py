@@ -28,7 +28,7 @@ from ..store.paths import SPINE
 from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
 from ..store.text import clip
 from .catalog import stale_reasons
-from .passes import locked_pass, refuse_unreadable_text, require_store_folder
+from .passes import locked_pass, refuse_conflict_markers, refuse_unreadable_text, require_store_folder
 
 PLAN_ATTEMPTS = 2  # a file changed under the first attempt: plan once more from the store as it is
 
@@ -133,6 +133,7 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
         root = store.expanduser().resolve()
         require_store_folder(root)
         refuse_unreadable_text(root)  # a preview parses the SPINE too: junk is refused, not guessed at
+        refuse_conflict_markers(root)
         return preview_compaction(store, policy, clock())
     with locked_pass(store, policy, clock, wait) as ctx:
         refuse_unless_compaction_allowed(take_snapshot(ctx.root))

@@ -13,6 +13,7 @@ from ..engine.guard import guarded_pass
 from ..engine.lock import AcquireKind, StoreLock, default_owner
 from ..errors import LockHeld, LockLost, StoreError, StoreRefused
 from ..policy import Policy
+from ..store.conflicts import marked_files
 from ..store.paths import LEDGER, SPINE
 from ..store.readable import unreadable_reason
 
@@ -35,6 +36,20 @@ def refuse_unreadable_text(root: Path) -> None:
                                  f"restore it (`git -C {root} checkout -- {name}`, or from a backup) and try again")
             error.file = str(root / name)
             raise error
+
+
+def refuse_conflict_markers(root: Path) -> None:
+    """Conflict-marker lines are never knowledge: a pass would read them as entry text and move
+    them on (into Index detail, where no check sees them again). Refused before anything is written."""
+    marked = marked_files(root)
+    if marked:
+        where = ", ".join(f"{path} (line {line})" for path, line in marked[:5])
+        more = f" and {len(marked) - 5} more" if len(marked) > 5 else ""
+        error = StoreRefused(f"{root}: git conflict markers in {where}{more}. Nothing was changed; resolve "
+                             "the conflict by hand (keep the lines you mean, delete the <<<<<<<, ======= "
+                             "and >>>>>>> lines), then run the pass again")
+        error.file = str(root / marked[0][0])
+        raise error
 
 
 @contextmanager
@@ -66,6 +81,7 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
     require_store_folder(root)
     with store_lock_held(root, policy, wait, owner) as lock, guarded_pass(root):
         refuse_unreadable_text(root)
+        refuse_conflict_markers(root)
         context = PassContext(root, lock, clock, policy.limits)
         context.take_baseline()
         yield context

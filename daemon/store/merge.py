@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from .conflicts import has_conflict_markers
 from .findings import Finding
 from .fs import line_ending_of, with_line_ending
 from .incremental import IncrementalStore
@@ -43,24 +44,6 @@ from .text import (
     sha256_norm_hex,
     unescape_free_text,
 )
-
-
-def has_conflict_markers(raw: bytes) -> bool:
-    """Does ``raw`` hold a conflict as git writes it: an opening marker, a separator and a
-    closing marker, in that order, each at the start of a line? A lone ``=======`` is a
-    Markdown heading underline, not a conflict."""
-    if b"<<<<<<<" not in raw:
-        return False
-    expect = 0  # 0: opening, 1: separator, 2: closing
-    for line in raw.split(b"\n"):
-        line = line.rstrip(b"\r")
-        if expect == 0 and (line == b"<<<<<<<" or line.startswith(b"<<<<<<< ")):
-            expect = 1
-        elif expect == 1 and line == b"=======":
-            expect = 2
-        elif expect == 2 and (line == b">>>>>>>" or line.startswith(b">>>>>>> ")):
-            return True
-    return False
 
 
 class FileSet(Protocol):
