@@ -23,6 +23,7 @@ from ....store.text import byte_len, sha256_hex
 from ....store.tierfile import KnowledgeFile, append_index_details
 from ...executor import FileWrite, Step
 from .continuation import bare_hook, child_summary, continuation_hook, continued_parent
+from .detail import hooks_not_held
 from .spine import SpineCompactor, SpineResult
 from .spine_model import Entry, SpineModel, format_group
 
@@ -385,6 +386,7 @@ def _plan_once(files: dict[str, bytes], limits: Limits, today: str, catalog_line
         by_target: dict[str, list[str]] = {}
         for target, hook in details:
             by_target.setdefault(target, []).append(hook)
+        by_target = {t: held for t, hooks in by_target.items() if (held := hooks_not_held(tree.files, t, hooks))}
         for target, hooks in by_target.items():
             step = Step(f"append Index detail to {target} ({len(hooks)} whole hook{'s' if len(hooks) > 1 else ''})")
             tree.write(step, target, append_index_details(tree.files[target], hooks, today))
