@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ....store.limits import Limits
+from ....store.index_detail import hooks_not_held
 from ....store.paths import SPINE, TIERS, contained, is_nested_archive
 from ....store.spine import Pointer, Spine
 from ....store.split import Limit, split_knowledge_file
@@ -23,7 +24,6 @@ from ....store.text import byte_len, sha256_hex
 from ....store.tierfile import KnowledgeFile, append_index_details
 from ...executor import FileWrite, Step
 from .continuation import bare_hook, child_summary, continuation_hook, continued_parent
-from .detail import hooks_not_held
 from .spine import SpineCompactor, SpineResult
 from .spine_model import Entry, SpineModel, format_group
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from builders import EM, FIXED_NOW, KESTREL_ENTRY, healthy_store
 from distilld.actions.compaction import run_compaction
-from distilld.engine.passes.compaction.detail import hooks_not_held, index_detail_text
+from distilld.store.index_detail import hooks_not_held, index_detail_text
 from distilld.policy import load_policy
 
 POLICY = load_policy()

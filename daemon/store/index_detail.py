@@ -4,14 +4,15 @@ A hook is appended only when its words are not there already: an entry cut again
 lengthened, or cut on two machines and merged, would otherwise add the same words once per
 pass, and Index detail would grow without end. "There" is every Index detail section of the
 target and of its split children (a split can carry the section into ``<name>-2.md``),
-compared with runs of whitespace as one space, a trailing ellipsis ignored. Pure.
+compared with runs of whitespace as one space, a trailing ellipsis ignored. Pure: asked by the
+compaction plan and by the sync merge.
 """
 
 from __future__ import annotations
 
 import re
 
-from ....store.text import decode
+from .text import decode
 
 _SPACES = re.compile(r"\s+")
 _HEADING = "## Index detail"
