@@ -21,14 +21,22 @@ from ..engine.passes.compaction.apply import (
 )
 from ..engine.passes.compaction.plan import CompactionPlan, plan_compaction
 from ..engine.passes.migration.plan import unpointed_children
+from ..engine.finish import write_catalog
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
 from ..store.paths import SPINE
 from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
 from ..store.text import clip
-from .passes import locked_pass, refuse_unreadable_text, require_store_folder
+from .catalog import stale_reasons
+from .passes import locked_pass, refuse_conflict_markers, refuse_unreadable_text, require_store_folder
 
 PLAN_ATTEMPTS = 2  # a file changed under the first attempt: plan once more from the store as it is
+
+
+def changed_since(before: Snapshot, root: Path) -> bool:
+    """Does the store now differ from the snapshot a plan was made from (a writer's file kept
+    by a rollback, say)?"""
+    return take_snapshot(root).file_contents() != before.file_contents()
 
 
 @dataclass
@@ -125,6 +133,7 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
         root = store.expanduser().resolve()
         require_store_folder(root)
         refuse_unreadable_text(root)  # a preview parses the SPINE too: junk is refused, not guessed at
+        refuse_conflict_markers(root)
         return preview_compaction(store, policy, clock())
     with locked_pass(store, policy, clock, wait) as ctx:
         refuse_unless_compaction_allowed(take_snapshot(ctx.root))
@@ -142,9 +151,17 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
             report.outcome = apply_compaction(ctx, plan, before)
             if report.outcome.rolled_back:
                 report.notes.append(report.outcome.rollback_note("the compaction"))
-            if not report.outcome.interrupted or attempt + 1 == PLAN_ATTEMPTS:
+            # A rollback that kept a foreign change (a writer's new file after the catalog was
+            # rebuilt, say) leaves a store the plan never saw: plan again at once, so the pass
+            # never ends (and is never committed) with its catalog or SPINE behind the tree.
+            again = report.outcome.interrupted or (report.outcome.rolled_back is not None
+                                                   and changed_since(before, ctx.root))
+            if not again or attempt + 1 == PLAN_ATTEMPTS:
                 break
             ctx.take_baseline()  # planned again from the store as it now is, the foreign edit in it
+        if report.outcome.rolled_back is not None and stale_reasons(take_snapshot(ctx.root)):
+            write_catalog(ctx)  # the last attempt rolled back too: the writer's file still gets its row
+            report.notes.append("the catalog was rebuilt after the rollback, for files written meanwhile")
         if not plan.steps:
             report.notes.append("nothing to compact: the SPINE and every tier file are within their targets"
                                 if not plan.debt else "nothing more can be done mechanically")

@@ -19,7 +19,7 @@ from ..policy import Policy
 from ..store.local import lifecycle_enabled
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.stamps import format_utc
-from .passes import locked_pass
+from .passes import locked_pass, refuse_conflict_markers
 from .report import self_check_lines
 
 
@@ -63,6 +63,7 @@ def _plan(snapshot: Snapshot, policy: Policy, now: datetime) -> GcPlan:
 def preview_gc(store: Path, policy: Policy, now: datetime) -> GcReport:
     snapshot = take_snapshot(store)
     refuse_unless_gc_allowed(snapshot)
+    refuse_conflict_markers(snapshot.root)
     report = GcReport("preview", _plan(snapshot, policy, now))
     for manifest in unfinished_manifests(snapshot.root):
         report.notes.append(f"unfinished manifest {manifest.path}: --apply recovers it first")

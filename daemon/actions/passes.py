@@ -17,6 +17,7 @@ from ..policy import Policy
 from ..log import ActivityLog
 from ..settings import InstancePaths
 from ..store import fs
+from ..store.conflicts import marked_files
 from ..store.paths import LEDGER, SPINE
 from ..store.text import shown
 from ..store.readable import unreadable_reason
@@ -65,6 +66,20 @@ def take_back_torn_ledger(root: Path) -> str | None:
     return note
 
 
+def refuse_conflict_markers(root: Path) -> None:
+    """Conflict-marker lines are never knowledge: a pass would read them as entry text and move
+    them on (into Index detail, where no check sees them again). Refused before anything is written."""
+    marked = marked_files(root)
+    if marked:
+        where = ", ".join(f"{path} (line {line})" for path, line in marked[:5])
+        more = f" and {len(marked) - 5} more" if len(marked) > 5 else ""
+        error = StoreRefused(f"{root}: git conflict markers in {where}{more}. Nothing was changed; resolve "
+                             "the conflict by hand (keep the lines you mean, delete the <<<<<<<, ======= "
+                             "and >>>>>>> lines), then run the pass again")
+        error.file = str(root / marked[0][0])
+        raise error
+
+
 @contextmanager
 def store_lock_held(root: Path, policy: Policy, wait: float = 0, owner: str | None = None) -> Iterator[StoreLock]:
     """Hold the store's .lock (never breaking a fresh one), waiting ``wait`` s for a distiller.
@@ -95,6 +110,7 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
     with store_lock_held(root, policy, wait, owner) as lock, guarded_pass(root):
         torn = take_back_torn_ledger(root)
         refuse_unreadable_text(root)
+        refuse_conflict_markers(root)
         context = PassContext(root, lock, clock, policy.limits, notes=[torn] if torn else [])
         context.take_baseline()
         yield context

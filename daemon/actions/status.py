@@ -24,6 +24,7 @@ STALE_STATUS_SECONDS = 180  # the daemon rewrites status.json at least every min
 LONG_WAIT_SECONDS = 900
 UNPUSHED_SECONDS = 3600
 MISSED_RUN_SECONDS = 600
+STALE_GIT_LOCK_SECONDS = 60  # a git holds its index.lock for moments; a minute means it is left or hung
 
 
 @dataclass
@@ -43,7 +44,7 @@ class StatusView:
             "state": self.lock.kind.value, "owner": self.lock.owner, "age_seconds": self.lock.age,
             "alive": self.lock.alive, "liveness": self.lock.liveness}
         return {"store": str(self.store), "running": self.running, "pid": self.pid, "service": self.service,
-                "stuck": self.stuck, "files": self.files, "unmanaged": self.unmanaged, "lock": lock,
+                "ok": self.running and not self.stuck, "stuck": self.stuck, "files": self.files, "unmanaged": self.unmanaged, "lock": lock,
                 "status": self.data}
 
 
@@ -115,7 +116,8 @@ def find_stuck(data: dict[str, Any] | None, running: bool, service: dict[str, An
         stuck.append(f"an interrupted pass is not finished: {journal} ({how}; nothing is committed until then)")
     for job, record in (data.get("passes") or {}).items():
         if isinstance(record, dict) and record.get("ok") is False:
-            stuck.append(f"the last {job} pass failed: {record.get('summary')}")
+            how = "was skipped" if record.get("outcome") == "skipped" else "failed"
+            stuck.append(f"the last {job} pass {how}: {record.get('summary')}")
     if running and not data.get("paused"):
         for job, when in (data.get("next_runs") or {}).items():
             due = _epoch(when)
@@ -162,6 +164,36 @@ def lock_problems(lock: LockState | None) -> list[str]:
             "takes it over"]
 
 
+def _git_dir(root: Path) -> Path | None:
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    try:  # a worktree or a separated git folder: ".git" is a file naming it
+        first = dot_git.read_text("utf-8").splitlines()[0]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return None
+    if not first.startswith("gitdir: "):
+        return None
+    named = Path(first[len("gitdir: "):].strip())
+    return named if named.is_absolute() else root / named
+
+
+def stale_git_locks(root: Path, now: float) -> list[tuple[Path, int]]:
+    """git lock files (index.lock, HEAD.lock) older than STALE_GIT_LOCK_SECONDS: a git that
+    crashed, or one that hangs; every commit waits while they stand."""
+    gitdir = _git_dir(root)
+    found: list[tuple[Path, int]] = []
+    for name in ("index.lock", "HEAD.lock"):
+        path = gitdir / name if gitdir is not None else None
+        try:
+            age = int(now - path.stat().st_mtime) if path is not None else -1
+        except OSError:
+            continue
+        if age >= STALE_GIT_LOCK_SECONDS:
+            found.append((path, age))  # type: ignore[arg-type]
+    return found
+
+
 def store_problems(store: Path) -> list[str]:
     """What keeps every write pass from running, read from the store itself (so it shows while
     the daemon is down too): a shrunken ledger, a linked folder, names no pass will record."""
@@ -175,6 +207,9 @@ def store_problems(store: Path) -> list[str]:
         problems.append(str(lost))
     problems += [f"{link}: a symbolic link in the store; every write pass refuses until it is a real folder"
                  for link in store_links(root)[:5]]
+    stale = stale_git_locks(root, time.time())
+    problems += [f"{path} is {age} s old: no commit can be made while it is there; if no git runs, a "
+                 f"crashed one left it: remove it (`rm {path}`)" for path, age in stale]
     unsafe = store_unsafe_names(root)
     if unsafe:
         problems.append(f"{len(unsafe)} file name(s) no pass will archive, restore or catalog: "

@@ -57,6 +57,17 @@ def tracking_head(store: StoreRepo) -> pygit2.Oid | None:
     return target if isinstance(target, pygit2.Oid) else None
 
 
+def rewound_since(store: StoreRepo, before: pygit2.Oid | None) -> str | None:
+    """What to log when the remote's branch, fetched again, no longer holds the commit it held
+    before (someone force-pushed it back); None when it only moved on, or did not move."""
+    after = tracking_head(store)
+    if before is None or after is None or before == after or store.repo.descendant_of(after, before):
+        return None
+    return (f"the remote {store.remote}/{store.branch} was rewound (force-pushed): it moved from "
+            f"{str(before)[:7]} to {str(after)[:7]}, which does not hold {str(before)[:7]}; what this machine "
+            "has that the remote lost goes back with the next push")
+
+
 def ahead_behind(store: StoreRepo) -> tuple[int, int]:
     head = head_commit(store.repo)
     theirs = tracking_head(store)

@@ -28,7 +28,7 @@ from .auth import Credentials, apply_timeouts
 from .commit import Identity, new_pass_id
 from .errors import GitBusy, RemoteError
 from .integrate import integrate
-from .remote import PushRejected, ahead_behind, fetch, push, tracking_head
+from .remote import PushRejected, ahead_behind, fetch, push, rewound_since, tracking_head
 from .repo import MANAGED_FILES, StoreRepo, busy_reason, write_info_attributes
 from .sync_state import SyncState, backoff_seconds, load_state, save_state
 from .trees import head_commit
@@ -58,6 +58,7 @@ class SyncReport:
     mismatches: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     retry_at: str | None = None
+    rewound: str | None = None  # the remote's branch was force-pushed back since the last fetch
 
     @property
     def ok(self) -> bool:
@@ -161,11 +162,16 @@ class _Run:
             return report
         apply_timeouts()
         for _ in range(PUSH_ROUNDS):
+            known = tracking_head(store)
             try:
                 fetch(store, self.credentials)
             except RemoteError as error:
                 self.locked_step(take_in=False)  # what agents wrote is committed, and queued
                 return self.failed("offline", str(error))
+            rewound = rewound_since(store, known)
+            if rewound is not None:
+                report.rewound = rewound
+                report.notes.append(rewound)
             if not self.locked_step():
                 report.ahead, report.behind = ahead_behind(store)
                 return report

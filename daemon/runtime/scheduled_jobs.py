@@ -87,16 +87,19 @@ def sync(env: JobEnv, trigger: str) -> PassResult:
         env.unpushed = False
     git = dict(env.status.get("git") or {})
     git.update(env.git.state())
+    skipped = not result.ok and not result.blocked  # a block stays until a sync gets through
     git.update(ahead=result.ahead, behind=result.behind, backoff_until=result.backoff_until,
-               blocked=result.blocked, last_sync={"at": utc_stamp(), "ok": result.ok, "summary": result.summary})
+               blocked=git.get("blocked") if skipped else result.blocked, last_sync={"at": utc_stamp(), "ok": result.ok, "summary": result.summary})
     env.status.update(git=git, flush=False)
     remote = result.details.get("remote") or "the remote"
+    if result.details.get("rewound"):
+        env.activity.write(f"sync: {result.details['rewound']}")
     if result.blocked:
         if result.blocked != env._sync_blocked:  # once per reason, not once per retry
             retry = f"; retrying after {result.backoff_until}" if result.backoff_until else ""
             env.activity.write(f"sync blocked: {result.blocked}{retry}")
         env._sync_blocked = result.blocked
-    else:
+    elif result.ok:  # a skipped sync proves nothing: the block it followed may still be there
         if env._sync_blocked:
             env.activity.write(f"sync works again with {remote}")
         env._sync_blocked = None

@@ -190,7 +190,7 @@ def _sync_result(report: SyncReport, remote: str) -> SyncResult:
         "mismatch": f"byte mismatch after pull: {report.reason}",
     }.get(state, str(state))
     return SyncResult(
-        ok=bool(report.ok) or state == "skipped",
+        ok=bool(report.ok),  # a skipped sync did not sync: recorded as not ok, with its reason
         summary=summary,
         pulled=pulled,
         pushed=bool(report.pushed),
@@ -200,5 +200,6 @@ def _sync_result(report: SyncReport, remote: str) -> SyncResult:
         backoff_until=report.retry_at,
         details={"remote": remote, "integration": integration, "state": state,
                  "outcome": "skipped" if state == "skipped" else None,
-                 "commits": [c[:12] for c in report.commits], "notes": list(report.notes)},
+                 "commits": [c[:12] for c in report.commits], "notes": list(report.notes),
+                 "rewound": report.rewound},
     )

@@ -15,6 +15,7 @@ from .limits import Limits
 from .paths import CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, archived_path, contained, is_legacy
 from .snapshot import Snapshot
 from .spine import hook_of_entry
+from .spine_dedupe import doubled_pointers
 from .stamps import stamp_later
 from .text import clip, field, rtrim, sha256_hex
 from .tierfile import parse_inline_list
@@ -44,6 +45,10 @@ def check_c1(snapshot: Snapshot, limits: Limits) -> list[Finding]:
                               f"SPINE.md line {entry.line_index + 1} joins its pointers with something other than "
                               "' + ' (the format reads only ' + '; the rest counts as the hook): "
                               f"{clip(entry.first_line, 70)}; `distilld compact` or `migrate` rewrites it"))
+    for path, lines in doubled_pointers(spine).items():  # a merge that kept both versions, say
+        found.append(note("C1", "pointer-on-two-entries", SPINE,
+                          f"SPINE.md points at {path} from {len(lines)} entries (lines "
+                          f"{', '.join(map(str, lines))}); gc leaves it alone until you merge them into one"))
     return found
 
 

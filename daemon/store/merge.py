@@ -25,16 +25,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from .conflicts import has_conflict_markers
 from .findings import Finding
 from .fs import line_ending_of, with_line_ending
 from .incremental import IncrementalStore
+from .index_detail import hooks_not_held
 from .ledger import Ledger, LedgerLine, merge_ledgers, parsed_ledger
 from .limits import Limits
 from .line_replay import replay_lines
 from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, archived_path
 from .snapshot import snapshot_from_files
+from .spine_dedupe import doubled_pointers, merge_doubled_entries
 from .spine import Spine, add_entry, find_entry, remove_pointer
 from .sync_inbox import ConflictInbox, conflict_item
+from .tierfile import append_index_detail
 from .text import (
     decode,
     encode,
@@ -43,24 +47,6 @@ from .text import (
     sha256_norm_hex,
     unescape_free_text,
 )
-
-
-def has_conflict_markers(raw: bytes) -> bool:
-    """Does ``raw`` hold a conflict as git writes it: an opening marker, a separator and a
-    closing marker, in that order, each at the start of a line? A lone ``=======`` is a
-    Markdown heading underline, not a conflict."""
-    if b"<<<<<<<" not in raw:
-        return False
-    expect = 0  # 0: opening, 1: separator, 2: closing
-    for line in raw.split(b"\n"):
-        line = line.rstrip(b"\r")
-        if expect == 0 and (line == b"<<<<<<<" or line.startswith(b"<<<<<<< ")):
-            expect = 1
-        elif expect == 1 and line == b"=======":
-            expect = 2
-        elif expect == 2 and (line == b">>>>>>>" or line.startswith(b">>>>>>> ")):
-            return True
-    return False
 
 
 class FileSet(Protocol):
@@ -194,6 +180,29 @@ class _Merger:
         if ours is not None:
             self.keep_in_inbox(path, ours, self.sides.local,
                                f"changed on both machines; the {self.sides.remote} version stays at {path}")
+
+    def doubled_entries(self, limits: Limits) -> None:
+        """Entries the line replay doubled (both machines edited or compacted the same entry)
+        made one again, every word kept (store/spine_dedupe.py)."""
+        merged, ours, theirs = self.result.changes.get(SPINE), self.ours.get(SPINE), self.theirs.get(SPINE)
+        if merged is None or ours is None or theirs is None:
+            return
+        before = set(doubled_pointers(Spine(ours))) | set(doubled_pointers(Spine(theirs)))
+        new = set(doubled_pointers(Spine(merged))) - before
+        if not new:
+            return
+        done = merge_doubled_entries(merged, new, limits.spine.entry_max_bytes)
+        self.set(SPINE, done.raw)
+        self.result.resolutions.append(f"{SPINE}: entries both machines changed made one again: "
+                                       f"{', '.join(done.merged)}")
+        for target, hooks in sorted(done.details.items()):
+            raw = self.view.get(target)
+            wanted = hooks_not_held({target: raw}, target, hooks) if raw is not None else []
+            for hook in wanted:
+                raw = append_index_detail(raw or b"", hook, self.now.date().isoformat())
+            if wanted:
+                self.set(target, raw)
+                self.result.resolutions.append(f"{target}: the other version's hook kept in its Index detail")
 
     def ledger(self) -> Ledger | None:
         ours, theirs = self.ours.get(LEDGER), self.theirs.get(LEDGER)
@@ -340,6 +349,7 @@ def merge_stores(base: FileSet, ours: FileSet, theirs: FileSet, now: datetime, l
     time); a fresh one by default."""
     merger = _Merger(base, ours, theirs, sides, now, token, checks)
     merger.files()
+    merger.doubled_entries(limits)
     ledger = merger.ledger()
     if ledger is not None:
         merger.agree_with(ledger)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ....store.limits import Limits
+from ....store.index_detail import hooks_not_held
 from ....store.paths import SPINE, TIERS, contained, is_nested_archive
 from ....store.spine import Pointer, Spine
 from ....store.split import Limit, split_knowledge_file
@@ -385,6 +386,7 @@ def _plan_once(files: dict[str, bytes], limits: Limits, today: str, catalog_line
         by_target: dict[str, list[str]] = {}
         for target, hook in details:
             by_target.setdefault(target, []).append(hook)
+        by_target = {t: held for t, hooks in by_target.items() if (held := hooks_not_held(tree.files, t, hooks))}
         for target, hooks in by_target.items():
             step = Step(f"append Index detail to {target} ({len(hooks)} whole hook{'s' if len(hooks) > 1 else ''})")
             tree.write(step, target, append_index_details(tree.files[target], hooks, today))

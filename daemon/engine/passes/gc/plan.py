@@ -78,6 +78,21 @@ def _hook_links(spine: Spine | None) -> dict[str, int]:
 
 
 def plan_gc(snapshot: Snapshot, today: date, now_stamp: str, limits: Limits) -> GcPlan:
+    """The plan at its fixed point: a file blocked only by the ``read_with`` of files this same
+    plan archives is free once they leave, so the plan is made again with them gone until it
+    moves nothing more; a second pass then archives nothing new. Each round is a whole plan in
+    file order, so the moves and the skip lines keep that order."""
+    leaving: frozenset[str] = frozenset()
+    while True:
+        plan = _plan_round(snapshot, today, now_stamp, limits, leaving)
+        moving = frozenset(m.source for m in plan.moves)
+        if moving <= leaving:
+            return plan
+        leaving = leaving | moving
+
+
+def _plan_round(snapshot: Snapshot, today: date, now_stamp: str, limits: Limits,
+                leaving: frozenset[str]) -> GcPlan:
     default_days, candidate_dirs = limits.lifecycle.staleness_threshold_days, limits.lifecycle.candidate_dirs
     spine = snapshot.spine
     plan = GcPlan(now=now_stamp)
@@ -85,7 +100,8 @@ def plan_gc(snapshot: Snapshot, today: date, now_stamp: str, limits: Limits) -> 
         plan.spine_lines_before = plan.spine_lines_after = spine.line_count
         plan.spine_bytes_before = plan.spine_bytes_after = spine.size
     families = split_families(snapshot)
-    read_with = _read_with_index(snapshot)
+    read_with = {target: [r for r in readers if r not in leaving]
+                 for target, readers in _read_with_index(snapshot).items()}
     prose = _prose_index(snapshot, candidate_dirs)
     hook_links = _hook_links(spine)
     decided: set[str] = set()

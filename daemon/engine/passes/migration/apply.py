@@ -255,11 +255,15 @@ def finish_migration(ctx: PassContext) -> MigrateOutcome:
 
 # -- revert -----------------------------------------------------------------------------------
 
-def _revertible(root: Path) -> MigrationDir:
+def _revertible(root: Path) -> MigrationDir | None:
+    """The migration to revert; None when the last one is reverted already (nothing to do)."""
     pending = pending_migrations(root)
     if pending:
         return MigrationDir(pending[0].parent)
-    done = [d for d in migration_dirs(root) if d.done.exists() and not d.reverted.exists()]
+    every = migration_dirs(root)
+    done = [d for d in every if d.done.exists() and not d.reverted.exists()]
+    if not done and any(d.reverted.exists() for d in every):
+        return None
     if not done:
         raise MigrationRefused(f"{root}: no migration to revert (none is PENDING or DONE and not reverted)")
     return done[-1]
@@ -268,6 +272,10 @@ def _revertible(root: Path) -> MigrationDir:
 def revert_migration(ctx: PassContext) -> MigrateOutcome:
     root = ctx.root
     directory = _revertible(root)
+    if directory is None:  # as `gc --revert` says of a finished revert: nothing to do, not a refusal
+        last = [d for d in migration_dirs(root) if d.reverted.exists()][-1]
+        return MigrateOutcome("revert", directory=last.path,
+                              notes=[f"{last.path} is already reverted; nothing to do"])
     journal = directory.load_journal()
     outcome = MigrateOutcome("revert", directory=directory.path)
     backup = directory.backup

@@ -490,3 +490,35 @@ def test_plan_gc_and_preview_change_nothing(b: StoreBuilder, monkeypatch: pytest
         out = capsys.readouterr().out
         assert "projects/heron.md" in out
         assert tree_state(b.root) == state, args
+
+
+def test_a_file_read_only_with_a_file_this_plan_archives_moves_in_the_same_plan(b: StoreBuilder) -> None:
+    """Issue 23, item 10: heron is in the read_with of ibis alone, and ibis is archived by this
+    very plan, so a second `gc --apply` would find heron free: the plan reaches that fixed
+    point at once, and a second plan moves nothing."""
+    project(b, "projects/heron.md", last_updated="2025-01-01")
+    project(b, "projects/ibis.md", "# Ibis\n\n- Ibis reads heron.\n", last_updated="2025-01-01",
+            read_with="[projects/heron.md]")
+    with_entries(b, [HERON_ENTRY, f"- [Ibis](projects/ibis.md) {EM} ibis. Read for ibis."])
+
+    plan = plan_of(b.root)
+
+    assert moved(plan) == ["projects/heron.md", "projects/ibis.md"]
+    assert [s.path for s in plan.by_status("blocked")] == []
+    report = run_gc_apply(b.root, POLICY, clock)
+    assert report.outcome is not None and report.outcome.moved == ["projects/heron.md", "projects/ibis.md"]
+    assert moved(plan_of(b.root)) == []
+
+
+def test_a_file_read_with_an_active_file_and_a_leaving_one_stays_blocked(b: StoreBuilder) -> None:
+    project(b, "projects/heron.md", last_updated="2025-01-01")
+    project(b, "projects/ibis.md", "# Ibis\n", last_updated="2025-01-01", read_with="[projects/heron.md]")
+    deploy = b.read("ops/deploy.md").replace(b"read_with: [craft/testing.md]",
+                                             b"read_with: [craft/testing.md, projects/heron.md]")
+    b.write("ops/deploy.md", deploy)
+    with_entries(b, [HERON_ENTRY, f"- [Ibis](projects/ibis.md) {EM} ibis. Read for ibis."])
+
+    plan = plan_of(b.root)
+
+    assert moved(plan) == ["projects/ibis.md"]
+    assert Skip("projects/heron.md", "blocked", "it is in the read_with of ops/deploy.md") in plan.skipped

@@ -315,6 +315,20 @@ def test_the_cli_migrates_and_says_what_it_did(store: Path, tmp_path: Path, caps
     assert render_json  # the JSON renderer is what --json printed
 
 
+def test_a_second_revert_of_a_finished_revert_says_already_reverted_and_exits_0(
+        store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As `gc --revert` does (issue 23, item 10): nothing to do is not a refusal."""
+    assert cli_main(["migrate", str(store), "--apply"]) == 0
+    assert cli_main(["migrate", str(store), "--revert"]) == 0
+    reverted = files(store, KNOWLEDGE + ("data/",))
+    capsys.readouterr()
+
+    assert cli_main(["migrate", str(store), "--revert"]) == 0
+    out = capsys.readouterr().out
+    assert "is already reverted; nothing to do" in out, out
+    assert files(store, KNOWLEDGE + ("data/",)) == reverted
+
+
 def test_a_failed_self_check_leaves_pending_and_finish_completes_once_fixed(
         store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import distilld.engine.passes.migration.apply as engine

@@ -1,0 +1,84 @@
+"""Entries a sync merge doubled, merged back into one (issue 23, item 11).
+
+When both machines edit or compact the same SPINE entry, the line replay keeps both versions:
+two entries whose leading groups name the same file. They become one entry in the first one's
+place: the leading pointers of both (each file once), and both hooks, the second after a "; "
+unless its words are in the first already. Where both hooks together would pass the entry cap,
+the entry keeps the first hook and the second goes whole to the first target's Index detail,
+so every word is kept. Pure: bytes in, bytes out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .spine import EM_DASH, Pointer, Spine, SpineEntry
+from .text import byte_len, decode, dominant_ending, encode, lines_with_endings
+
+_SPACES = re.compile(r"\s+")
+
+
+def doubled_pointers(spine: Spine) -> dict[str, list[int]]:
+    """Each path in the leading group of more than one entry, with those entries' line numbers."""
+    seen: dict[str, list[int]] = {}
+    for entry in spine.entries:
+        for path in dict.fromkeys(p.path for p in entry.leading_group):
+            seen.setdefault(path, []).append(entry.line_index + 1)
+    return {path: lines for path, lines in seen.items() if len(lines) > 1}
+
+
+@dataclass
+class MergedEntries:
+    raw: bytes
+    merged: list[str] = field(default_factory=list)  # the paths whose entries became one
+    details: dict[str, list[str]] = field(default_factory=dict)  # target -> whole hooks for its Index detail
+
+
+def _flat(text: str) -> str:
+    return _SPACES.sub(" ", text).strip()
+
+
+def _one_entry(first: SpineEntry, second: SpineEntry, entry_max_bytes: int) -> tuple[str, str | None]:
+    """The merged entry's text, and the hook that went to Index detail instead (if one did)."""
+    group: list[Pointer] = list(first.leading_group)
+    group += [p for p in second.leading_group if p.path not in {q.path for q in group}]
+    pointers = " + ".join(f"[{p.title}]({p.path})" for p in group)
+    h1, h2 = first.hook, second.hook
+    if not _flat(h2) or _flat(h2) in _flat(h1):
+        hook, spare = h1, None
+    elif _flat(h1) in _flat(h2):
+        hook, spare = h2, None
+    else:
+        hook, spare = f"{h1}; {h2}", None
+    line = f"- {pointers} {EM_DASH} {hook}" if hook else f"- {pointers}"
+    if byte_len(line) > entry_max_bytes and hook != h1:
+        line = f"- {pointers} {EM_DASH} {h1}" if h1 else f"- {pointers}"
+        spare = h2
+    return line, spare
+
+
+def merge_doubled_entries(raw: bytes, paths: set[str], entry_max_bytes: int) -> MergedEntries:
+    """``raw`` with every pair of entries that both lead with one of ``paths`` made one."""
+    result = MergedEntries(raw)
+    for _ in range(len(paths) * 8 + 1):  # each round removes one entry
+        spine = Spine(result.raw)
+        doubled = {p: lines for p, lines in doubled_pointers(spine).items() if p in paths}
+        if not doubled:
+            return result
+        path = min(doubled, key=lambda p: doubled[p][0])
+        first, second = (e for e in spine.entries if e.line_index + 1 in doubled[path][:2])
+        line, spare = _one_entry(first, second, entry_max_bytes)
+        text = decode(result.raw)
+        ending = dominant_ending(text)
+        lines = lines_with_endings(text)
+        keep_ending = lines[first.line_index + first.line_count - 1][len(lines[first.line_index
+                                                                            + first.line_count - 1].rstrip("\r\n")):]
+        out = (lines[:first.line_index] + [line + (keep_ending or ending)]
+               + lines[first.line_index + first.line_count:second.line_index]
+               + lines[second.line_index + second.line_count:])
+        result.raw = encode("".join(out))
+        result.merged.append(path)
+        if spare:
+            result.details.setdefault(first.leading_group[0].path, []).append(spare)
+    return result

@@ -1,0 +1,61 @@
+"""Compaction never appends a hook a file's Index detail already holds (issue 23, item 11): an
+entry lengthened again, or brought back by a merge, is cut again without a second copy of the
+same words; new words still go in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from builders import EM, FIXED_NOW, KESTREL_ENTRY, healthy_store
+from distilld.actions.compaction import run_compaction
+from distilld.store.index_detail import hooks_not_held, index_detail_text
+from distilld.policy import load_policy
+
+POLICY = load_policy()
+LONG_HOOK = ("Kestrel ingest pipeline (Kafka to Parquet, schema registry); the compaction window is six hours, "
+             "late events go to the quarantine topic, the registry owner is the data platform team, replays run "
+             "from the nightly snapshot, the dead letter queue is drained by hand every Monday morning, alerts "
+             "page the on-call data engineer, the schema diff job runs before every deploy and blocks on breaking changes. Read when working in the kestrel repo.")
+LONG_ENTRY = f"- [Kestrel](projects/kestrel.md) {EM} {LONG_HOOK}"
+
+
+def detail_sections(root: Path) -> int:
+    return (root / "projects/kestrel.md").read_text().count("## Index detail")
+
+
+def with_spine_entry(root: Path, entry: str) -> None:
+    spine = (root / "SPINE.md").read_text()
+    lines = spine.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("- [Kestrel]"))
+    lines[at] = entry + "\n"
+    (root / "SPINE.md").write_text("".join(lines))
+
+
+def test_an_entry_cut_twice_leaves_its_words_in_index_detail_once(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path / "store")
+    spine = b.read("SPINE.md").decode().replace(KESTREL_ENTRY, LONG_ENTRY)
+    b.write("SPINE.md", spine)
+    b.rebuild_catalog()
+
+    first = run_compaction(b.root, POLICY, lambda: FIXED_NOW)
+    assert first.ok and detail_sections(b.root) == 1
+    held = (b.root / "projects/kestrel.md").read_bytes()
+    with_spine_entry(b.root, LONG_ENTRY)  # the other machine's long entry, back after a merge
+
+    second = run_compaction(b.root, POLICY, lambda: FIXED_NOW)
+
+    assert second.ok, second.to_dict()
+    assert "(projects/kestrel.md)" in (b.root / "SPINE.md").read_text()
+    assert len(next(line for line in (b.root / "SPINE.md").read_text().splitlines()
+                    if "(projects/kestrel.md)" in line).encode()) <= 400
+    assert detail_sections(b.root) == 1
+    assert (b.root / "projects/kestrel.md").read_bytes() == held
+
+
+def test_new_words_are_still_appended_and_repeats_among_new_hooks_dropped() -> None:
+    files = {"projects/k.md": b"# K\n\n## Index detail (moved from SPINE 2026-11-01)\n\nold words,\n  wrapped here.\n",
+             "projects/k-2.md": b"## Index detail (moved from SPINE 2026-11-02)\n\nchild words\n",
+             "projects/other.md": b"## Index detail (moved from SPINE 2026-11-02)\n\nfresh words\n"}
+    assert index_detail_text(files["projects/k.md"]) == "old words, wrapped here."
+    assert hooks_not_held(files, "projects/k.md", ["old words, wrapped here.", "old words, wrapped…",
+                                                   "child words", "fresh words", "fresh words"]) == ["fresh words"]
