@@ -1,0 +1,106 @@
+"""Which files are knowledge, how they stand on disk, and the store's fingerprint.
+
+The fingerprint is HEAD plus a digest of the knowledge files' bytes: two clones holding the
+same bytes at the same commit have the same fingerprint, whatever their mtimes. Telling
+whether anything changed must be cheap, since every command asks: the files' stamps (mtime,
+ctime, size, inode, as git tells a changed file) are compared first, and only a file whose
+stamp moved is read and hashed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..gitstore.head_ref import head_commit_id
+from ..store.paths import CATALOG, SPINE, TIERS
+
+# Top folders whose Markdown files are knowledge; local/ is this machine's overlay (its SPINE is
+# part of the `spine` answer), never data/, .git/, bin/ or dotfiles.
+KNOWLEDGE_TOPS: tuple[str, ...] = (*TIERS, "archive", "evidence", "local")
+Stamp = str  # "mtime_ns:ctime_ns:size:inode"
+
+
+def is_knowledge_path(path: str) -> bool:
+    """A store-relative path distilld serves and indexes: SPINE.md, CATALOG.md, or a Markdown
+    file below a knowledge folder, with no hidden or empty segment."""
+    if path in (SPINE, CATALOG):
+        return True
+    parts = path.split("/")
+    return (len(parts) > 1 and parts[0] in KNOWLEDGE_TOPS and path.endswith(".md")
+            and all(part and not part.startswith(".") for part in parts))
+
+
+def _stamp(info: os.stat_result) -> Stamp:
+    return f"{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_size}:{info.st_ino}"
+
+
+def scan_stamps(root: Path) -> dict[str, Stamp]:
+    """Every knowledge file's stamp, by store-relative path. Symbolic links are never followed
+    or listed: a link is not knowledge, whatever it points at."""
+    found: dict[str, Stamp] = {}
+    base = os.path.join(root, "")
+    for name in (SPINE, CATALOG):
+        try:
+            info = os.lstat(base + name)
+        except OSError:
+            continue
+        if os.path.stat.S_ISREG(info.st_mode):
+            found[name] = _stamp(info)
+    pending = [top for top in KNOWLEDGE_TOPS if not os.path.islink(base + top)]
+    while pending:
+        relative = pending.pop()
+        try:
+            with os.scandir(base + relative) as entries:
+                children = list(entries)
+        except OSError:
+            continue  # absent, or not a folder (links are filtered before descending)
+        for entry in children:
+            child = f"{relative}/{entry.name}"
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(child)
+            elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                try:
+                    found[child] = _stamp(entry.stat(follow_symlinks=False))
+                except OSError:
+                    continue
+    return found
+
+
+def stamps_digest(head: str, stamps: dict[str, Stamp]) -> str:
+    """One value for "nothing moved": HEAD and every path with its stamp."""
+    digest = hashlib.sha256(head.encode())
+    for path in sorted(stamps):
+        digest.update(f"\n{path}\0{stamps[path]}".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def content_digest(hashes: dict[str, str]) -> str:
+    """The knowledge files' bytes, as one digest: every path with its sha256, sorted by path."""
+    digest = hashlib.sha256(b"distilld-knowledge/1")
+    for path in sorted(hashes, key=os.fsencode):
+        digest.update(f"\n{path}\0{hashes[path]}".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def fingerprint_of(head: str, digest: str) -> str:
+    return hashlib.sha256(f"distilld-fingerprint/1\n{head}\n{digest}".encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class StoreState:
+    """The store as the index must match it: HEAD, the files' stamps, and their one digest."""
+
+    head: str
+    stamps: dict[str, Stamp]
+    stamps_key: str
+
+
+def store_state(root: Path) -> StoreState:
+    head = head_commit_id(root)
+    stamps = scan_stamps(root)
+    return StoreState(head, stamps, stamps_digest(head, stamps))
