@@ -130,7 +130,23 @@ def catalog_hook(row: str, archived: bool) -> tuple[str, str]:
     return hook, date
 
 
+def _clean(text: str) -> str:
+    """Text SQLite can hold: a byte that is not UTF-8 (kept as a surrogate by the store's
+    models) becomes U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def make_doc(path: str, raw: bytes, evidence_raw: bytes | None, spine_line: str, catalog_row: str) -> Doc:
+    doc = _make_doc(path, raw, evidence_raw, spine_line, catalog_row)
+    for name, value in vars(doc).items():
+        if isinstance(value, str):
+            setattr(doc, name, _clean(value))
+    doc.read_with = [_clean(item) for item in doc.read_with]
+    doc.binding = [_clean(rule) for rule in doc.binding]
+    return doc
+
+
+def _make_doc(path: str, raw: bytes, evidence_raw: bytes | None, spine_line: str, catalog_row: str) -> Doc:
     archived = path.startswith(ARCHIVE_PREFIX)
     known = KnowledgeFile(path, raw)
     text = raw.decode("utf-8", "replace")
@@ -147,7 +163,7 @@ def make_doc(path: str, raw: bytes, evidence_raw: bytes | None, spine_line: str,
     read_with = parse_inline_list(known.fm("read_with") or "") or []
     return Doc(path=path, status="archived" if archived else "active", title=f"{scope} {first}".strip(),
                headings="\n".join(headings), body="\n".join(body), detail="\n".join(detail),
-               evidence=evidence.replace("\ufffd", " "), spine=spine_search_text(spine_line),
+               evidence=evidence, spine=spine_search_text(spine_line),
                catalog=hook, spine_line=spine_line, catalog_row=catalog_row, catalog_hook=hook,
                archived_on=archived_on, pinned=known.pinned, read_with=read_with,
                binding=binding_rules(split_lines(text)), text=text)

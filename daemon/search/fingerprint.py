@@ -33,6 +33,14 @@ def is_knowledge_path(path: str) -> bool:
             and all(part and not part.startswith(".") for part in parts))
 
 
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _stamp(info: os.stat_result) -> Stamp:
     return f"{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_size}:{info.st_ino}"
 
@@ -59,8 +67,8 @@ def scan_stamps(root: Path) -> dict[str, Stamp]:
             continue  # absent, or not a folder (links are filtered before descending)
         for entry in children:
             child = f"{relative}/{entry.name}"
-            if entry.name.startswith(".") or entry.is_symlink():
-                continue
+            if entry.name.startswith(".") or not _utf8(entry.name) or entry.is_symlink():
+                continue  # a name that is not UTF-8 can be neither served nor indexed
             if entry.is_dir(follow_symlinks=False):
                 pending.append(child)
             elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
