@@ -45,6 +45,7 @@ class Doc:
     catalog_row: str
     catalog_hook: str
     archived_on: str = ""
+    split_from: str = ""
     pinned: bool = False
     read_with: list[str] = field(default_factory=list)
     binding: list[str] = field(default_factory=list)
@@ -165,5 +166,5 @@ def _make_doc(path: str, raw: bytes, evidence_raw: bytes | None, spine_line: str
                headings="\n".join(headings), body="\n".join(body), detail="\n".join(detail),
                evidence=evidence, spine=spine_search_text(spine_line),
                catalog=hook, spine_line=spine_line, catalog_row=catalog_row, catalog_hook=hook,
-               archived_on=archived_on, pinned=known.pinned, read_with=read_with,
+               archived_on=archived_on, split_from=known.split_from or "", pinned=known.pinned, read_with=read_with,
                binding=binding_rules(split_lines(text)), text=text)

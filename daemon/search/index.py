@@ -40,7 +40,8 @@ CREATE TABLE files(path TEXT PRIMARY KEY, stamp TEXT NOT NULL, sha TEXT NOT NULL
 CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, status TEXT NOT NULL,
     spine_line TEXT NOT NULL, catalog_row TEXT NOT NULL, catalog_hook TEXT NOT NULL,
     archived_on TEXT NOT NULL, pinned INTEGER NOT NULL, read_with TEXT NOT NULL,
-    binding TEXT NOT NULL, tokens INTEGER NOT NULL, sha TEXT NOT NULL);
+    binding TEXT NOT NULL, tokens INTEGER NOT NULL, sha TEXT NOT NULL,
+    split_from TEXT NOT NULL DEFAULT '', family TEXT NOT NULL DEFAULT '');
 CREATE VIRTUAL TABLE body_fts USING fts5({", ".join(BODY_COLUMNS)}, tokenize='{TOKENIZER}');
 CREATE VIRTUAL TABLE spine_fts USING fts5({", ".join(SPINE_COLUMNS)}, tokenize='{TOKENIZER}');
 CREATE VIRTUAL TABLE body_vocab USING fts5vocab(body_fts, 'row');
@@ -97,16 +98,16 @@ class _Reader:
 def _write_doc(conn: sqlite3.Connection, doc: Doc, sha: str) -> None:
     row = conn.execute("SELECT id FROM docs WHERE path = ?", (doc.path,)).fetchone()
     values = (doc.status, doc.spine_line, doc.catalog_row, doc.catalog_hook, doc.archived_on, int(doc.pinned),
-              json.dumps(doc.read_with), json.dumps(doc.binding), estimate_tokens(doc.text), sha)
+              json.dumps(doc.read_with), json.dumps(doc.binding), estimate_tokens(doc.text), sha, doc.split_from)
     if row is None:
         cursor = conn.execute("INSERT INTO docs(path, status, spine_line, catalog_row, catalog_hook, archived_on, "
-                              "pinned, read_with, binding, tokens, sha) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                              "pinned, read_with, binding, tokens, sha, split_from) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                               (doc.path, *values))
         doc_id = cursor.lastrowid
     else:
         doc_id = row[0]
         conn.execute("UPDATE docs SET status=?, spine_line=?, catalog_row=?, catalog_hook=?, archived_on=?, "
-                     "pinned=?, read_with=?, binding=?, tokens=?, sha=? WHERE id=?", (*values, doc_id))
+                     "pinned=?, read_with=?, binding=?, tokens=?, sha=?, split_from=? WHERE id=?", (*values, doc_id))
         conn.execute("DELETE FROM body_fts WHERE rowid = ?", (doc_id,))
         conn.execute("DELETE FROM spine_fts WHERE rowid = ?", (doc_id,))
     conn.execute("INSERT INTO body_fts(rowid, title, headings, body, detail, evidence) VALUES (?,?,?,?,?,?)",
@@ -179,7 +180,22 @@ def _reindex(conn: sqlite3.Connection, root: Path, read: _Reader, changed: set[s
         count += 1
     if {SPINE, CATALOG} & changed:  # SPINE lines and catalog rows may have moved for any file
         _respine(conn, spine, catalog, targets)
+    if targets:
+        _set_families(conn)
     return count
+
+
+def _set_families(conn: sqlite3.Connection) -> None:
+    """Each file's split family (the file its split_from chain starts at): a split child
+    continues its parent, so a query is judged against the family's words together."""
+    parent = {str(p): str(s) for p, s in conn.execute("SELECT path, split_from FROM docs")}
+    for path, old in conn.execute("SELECT path, family FROM docs").fetchall():
+        root, seen = path, {path}
+        while parent.get(root) and parent[root] in parent and parent[root] not in seen:
+            root = parent[root]
+            seen.add(root)
+        if root != old:
+            conn.execute("UPDATE docs SET family = ? WHERE path = ?", (root, path))
 
 
 def _respine(conn: sqlite3.Connection, spine: dict[str, str], catalog: Catalog | None, done: set[str]) -> None:

@@ -27,18 +27,20 @@ MAX_TERMS = 64
 MAX_K = 50
 RRF_K = 60
 BODY_WEIGHT, SPINE_WEIGHT = 1.0, 0.6
-BODY_BM25 = (8.0, 3.0, 1.0, 2.0, 0.5)  # title, headings, body, index detail, evidence
+BODY_BM25 = (4.0, 2.0, 1.0, 0.5, 0.5)  # title, headings, body, index detail, evidence
 SPINE_BM25 = (1.0, 0.6)  # SPINE line, catalog hook
 JUDGED_BEYOND_K = 10  # candidates past k looked at before the answer is "nothing more"
 DEPTH = 100  # how deep each ranking is read before fusion
 MIN_COVERAGE = 0.5
 MIN_COVERAGE_TASK = 1 / 3
+COVERAGE_STEP = 0.1
 RARE_SHARE = 8  # "a word held by fewer than one file in eight"
 TOKEN_RE = re.compile(r"[^\W_]+")
 MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
 MARKED_RE = re.compile(f"{MARK_OPEN}([^{MARK_CLOSE}]*){MARK_CLOSE}")
 FIELD_NAMES = {"title": "title", "headings": "headings", "body": "body", "detail": "index detail",
                "evidence": "evidence", "spine": "SPINE line", "catalog": "catalog"}
+# "split family" (words held by a split child or parent of the file) is added by _family_words.
 STOPWORDS = frozenset(
     "a an and are as at be but by for from has have how i if in into is it its of on or so that the their "
     "then there these this to was were what when where which who why will with".split())
@@ -104,12 +106,21 @@ def _ranked(conn: sqlite3.Connection, table: str, weights: tuple[float, ...], ex
     return [int(row[0]) for row in conn.execute(sql, (expression,))]
 
 
-def fused(conn: sqlite3.Connection, terms: Terms, archived: bool) -> list[tuple[int, float]]:
-    """(doc id, fused score), best first; ties broken by path order through the rankings."""
+def fused(conn: sqlite3.Connection, terms: Terms, archived: bool,
+          rare: tuple[str, ...] = ()) -> list[tuple[int, float]]:
+    """(doc id, fused score), best first; ties broken by path order through the rankings.
+
+    Three rankings are fused: the files' own text, their SPINE lines, and (when the query has
+    rare words) the files' text on the rare words alone, so that a file holding the query's
+    rare words is never crowded out by files holding only its common ones."""
     expression = match_expression(terms)
+    rankings = [(BODY_WEIGHT, _ranked(conn, "body_fts", BODY_BM25, expression, archived)),
+                (SPINE_WEIGHT, _ranked(conn, "spine_fts", SPINE_BM25, expression, archived))]
+    if rare and len(rare) < len(terms.words):
+        rankings.append((BODY_WEIGHT, _ranked(conn, "body_fts", BODY_BM25, match_expression(Terms(rare, False)),
+                                              archived)))
     scores: dict[int, float] = {}
-    for weight, ranking in ((BODY_WEIGHT, _ranked(conn, "body_fts", BODY_BM25, expression, archived)),
-                            (SPINE_WEIGHT, _ranked(conn, "spine_fts", SPINE_BM25, expression, archived))):
+    for weight, ranking in rankings:
         for rank, doc_id in enumerate(ranking, start=1):
             scores[doc_id] = scores.get(doc_id, 0.0) + weight / (RRF_K + rank)
     return sorted(scores.items(), key=lambda item: -item[1])
@@ -150,6 +161,25 @@ def _marked_words(texts: tuple[str, ...], names: tuple[str, ...], wanted: set[st
     return found
 
 
+def _family_words(conn: sqlite3.Connection, hit: Hit, terms: Terms) -> None:
+    """Words the file lacks that the rest of its split family holds (``split family``)."""
+    missing = [w for w in terms.words if w not in hit.words]
+    if not missing:
+        return
+    members = [int(r[0]) for r in conn.execute(
+        "SELECT id FROM docs WHERE family = (SELECT family FROM docs WHERE id = ?) AND id != ? AND status = ?",
+        (hit.doc_id, hit.doc_id, hit.status))]
+    found: set[str] = set()
+    for word in missing:
+        for member in members:
+            if conn.execute("SELECT 1 FROM body_fts WHERE body_fts MATCH ? AND rowid = ?",
+                            (f'"{word}"', member)).fetchone():
+                found.add(word)
+                break
+    if found:
+        hit.matched["split family"] = found
+
+
 def judge(conn: sqlite3.Connection, hit: Hit, terms: Terms, weight: dict[str, float]) -> None:
     """Which fields matched which words, the coverage, and a snippet, for one file."""
     expression, wanted = match_expression(terms), set(terms.words)
@@ -164,6 +194,7 @@ def judge(conn: sqlite3.Connection, hit: Hit, terms: Terms, weight: dict[str, fl
                        (expression, hit.doc_id)).fetchone()
     if row is not None:
         hit.matched.update(_marked_words(tuple(row), SPINE_COLUMNS, wanted))
+    _family_words(conn, hit, terms)
     total = sum(weight.values()) or 1.0
     hit.coverage = sum(weight.get(w, 0.0) for w in hit.words) / total
 
@@ -183,15 +214,17 @@ def search(conn: sqlite3.Connection, terms: Terms, k: int, archived: bool,
     floor = min(rare_mass(conn), sum(weight.values()))
     answers: list[Hit] = []
     nearest: Hit | None = None
-    for doc_id, score in fused(conn, terms, archived)[: k + JUDGED_BEYOND_K]:
+    rare = tuple(w for w in terms.words if weight.get(w, 0.0) >= rare_mass(conn))
+    for doc_id, score in fused(conn, terms, archived, rare)[: k + JUDGED_BEYOND_K]:
         path, status = conn.execute("SELECT path, status FROM docs WHERE id = ?", (doc_id,)).fetchone()
         hit = Hit(doc_id, str(path), str(status), score)
         judge(conn, hit, terms, weight)
         mass = sum(weight.get(w, 0.0) for w in hit.words)
-        if hit.coverage >= needed and mass >= floor:
+        if hit.coverage >= needed and mass >= floor - 1e-9:
             answers.append(hit)
-            if len(answers) == k:
-                break
         elif nearest is None or hit.coverage > nearest.coverage:
             nearest = hit
-    return answers, nearest
+    # Among the files that pass, one holding more of the query's weight comes first; the fused
+    # rank orders files that hold about as much (coverage in steps of COVERAGE_STEP).
+    answers.sort(key=lambda hit: (-round(hit.coverage / COVERAGE_STEP), -hit.score))
+    return answers[:k], nearest
