@@ -28,6 +28,10 @@ from .search.answers import bundle_answer, find_answer, read_answer, spine_answe
 from .search.bundle import DEFAULT_BUDGET
 from .search.session import SearchIndex
 
+# Within this long after a full check of every file's stamp, a call checks only the folders and
+# SPINE.md/CATALOG.md (an add, removal, rename or atomic save moves them): an edit in place of a
+# tier file is seen within this long. A command line run always checks every file.
+RECHECK_SECONDS = 1.0
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                             open_world_hint=False)
 INSTRUCTIONS = (
@@ -46,7 +50,7 @@ def _answer(work: Any, *args: Any) -> dict[str, Any]:
 
 
 def build_server(store: Path) -> MCPServer:
-    index = SearchIndex(store)
+    index = SearchIndex(store, recheck_after=RECHECK_SECONDS)
     server = MCPServer("distilld", version=__version__, instructions=INSTRUCTIONS)
 
     def spine() -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 import sys
 from pathlib import Path
 from typing import Any
@@ -131,9 +132,16 @@ def test_a_real_serve_process_over_stdio(tmp_path: Path, distilld_dirs: dict[str
             with open(index, "r+b") as handle:
                 handle.truncate(512)  # truncated under it
             assert await call(client, "search_knowledge", {"query": "legal hold exports"}) == expected
-            (store / "projects/osprey.md").write_text("# Osprey\n\n- The walrus export rule.\n")  # the store moves
-            moved = await call(client, "search_knowledge", {"query": "walrus"})
+            (store / "projects/osprey.md").write_text("# Osprey\n\n- The walrus export rule.\n")  # edited in place
+            deadline = time.monotonic() + 15  # seen within the server's recheck window (1 s)
+            while True:
+                moved = await call(client, "search_knowledge", {"query": "walrus"})
+                if moved["found"] or time.monotonic() > deadline:
+                    break
+                await anyio.sleep(0.1)
             assert moved["results"][0]["path"] == "projects/osprey.md"
             assert moved["fingerprint"] != expected["fingerprint"]
+            (store / "craft/new.md").write_text("# New\n\n- The narwhal rule.\n")  # a new file: seen at once
+            assert (await call(client, "search_knowledge", {"query": "narwhal"}))["found"]
 
     anyio.run(run)

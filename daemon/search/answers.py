@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 
 from ..store.paths import LOCAL_SPINE, SPINE, is_legacy, strip_archive
 from .bundle import DEFAULT_BUDGET, MAX_BUDGET, MAX_FILES, pack
-from .query import MAX_K, Hit, QueryError, Terms, parse_query, search
+from .judge import search
+from .query import MAX_K, Hit, QueryError, Terms, parse_query
 from .reader import Refused, check_batch, read_text
 from .session import ATTEMPTS, Current, SearchIndex, StoreChanging
 

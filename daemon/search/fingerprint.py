@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,22 +42,24 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def _stamp(info: os.stat_result) -> Stamp:
-    return f"{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_size}:{info.st_ino}"
-
-
 def scan_stamps(root: Path) -> dict[str, Stamp]:
     """Every knowledge file's stamp, by store-relative path. Symbolic links are never followed
     or listed: a link is not knowledge, whatever it points at."""
-    found: dict[str, Stamp] = {}
+    return {path: f"{m}:{c}:{size}:{ino}" for path, m, c, size, ino in _scan(root)}
+
+
+def _scan(root: Path) -> list[tuple[str, int, int, int, int]]:
+    """(path, mtime_ns, ctime_ns, size, inode) of every knowledge file, in scan order; plain
+    tuples, since every command scans every file (most of a warm query's cost at x100)."""
+    found: list[tuple[str, int, int, int, int]] = []
     base = os.path.join(root, "")
     for name in (SPINE, CATALOG):
         try:
             info = os.lstat(base + name)
         except OSError:
             continue
-        if os.path.stat.S_ISREG(info.st_mode):
-            found[name] = _stamp(info)
+        if stat.S_ISREG(info.st_mode):
+            found.append((name, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino))
     pending = [top for top in KNOWLEDGE_TOPS if not os.path.islink(base + top)]
     while pending:
         relative = pending.pop()
@@ -66,25 +69,44 @@ def scan_stamps(root: Path) -> dict[str, Stamp]:
         except OSError:
             continue  # absent, or not a folder (links are filtered before descending)
         for entry in children:
-            child = f"{relative}/{entry.name}"
-            if entry.name.startswith(".") or not _utf8(entry.name) or entry.is_symlink():
+            name = entry.name
+            if name[0] == "." or entry.is_symlink() or not _utf8(name):
                 continue  # a name that is not UTF-8 can be neither served nor indexed
-            if entry.is_dir(follow_symlinks=False):
-                pending.append(child)
-            elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+            if name.endswith(".md") and entry.is_file(follow_symlinks=False):
                 try:
-                    found[child] = _stamp(entry.stat(follow_symlinks=False))
+                    info = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
+                found.append((f"{relative}/{name}", info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino))
+            elif entry.is_dir(follow_symlinks=False):
+                pending.append(f"{relative}/{name}")
     return found
 
 
-def stamps_digest(head: str, stamps: dict[str, Stamp]) -> str:
-    """One value for "nothing moved": HEAD and every path with its stamp."""
-    digest = hashlib.sha256(head.encode())
-    for path in sorted(stamps):
-        digest.update(f"\n{path}\0{stamps[path]}".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
+def folder_stamps(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """(folder, mtime_ns, inode) of the store root, the knowledge folders and everything under
+    them, plus SPINE.md's and CATALOG.md's own stamps: what a file added, removed, renamed or
+    atomically saved anywhere, or an edit of the index files, changes."""
+    found: list[tuple[str, int, int]] = []
+    base = os.path.join(root, "")
+    for name in ("", SPINE, CATALOG):
+        try:
+            info = os.lstat(base + name)
+            found.append((name, info.st_mtime_ns + info.st_ctime_ns + info.st_size, info.st_ino))
+        except OSError:
+            found.append((name, 0, 0))
+    pending = [top for top in KNOWLEDGE_TOPS if not os.path.islink(base + top)]
+    while pending:
+        relative = pending.pop()
+        try:
+            info = os.lstat(base + relative)
+            with os.scandir(base + relative) as entries:
+                pending.extend(f"{relative}/{e.name}" for e in entries
+                               if e.name[0] != "." and e.is_dir(follow_symlinks=False))
+        except OSError:
+            continue
+        found.append((relative, info.st_mtime_ns, info.st_ino))
+    return tuple(found)
 
 
 def content_digest(hashes: dict[str, str]) -> str:
@@ -110,5 +132,8 @@ class StoreState:
 
 def store_state(root: Path) -> StoreState:
     head = head_commit_id(root)
-    stamps = scan_stamps(root)
-    return StoreState(head, stamps, stamps_digest(head, stamps))
+    scanned = _scan(root)
+    # The key is over the scan as it came (folder order is stable while nothing changes; if it
+    # moves, the update that follows finds every stamp equal and re-reads nothing).
+    key = hashlib.sha256(f"{head}\n{scanned!r}".encode("utf-8", "surrogateescape")).hexdigest()
+    return StoreState(head, {p: f"{m}:{c}:{size}:{ino}" for p, m, c, size, ino in scanned}, key)

@@ -5,7 +5,7 @@
   ``-``) is only ever text to look for.
 * Ranked: BM25 over the files' own text, and BM25 over their SPINE lines and catalog hooks,
   each gives a rank; the ranks are fused by reciprocal rank fusion, score = sum of w / (K + rank).
-* Judged: a file is an answer only when the query words it holds carry at least half of the
+* Judged (search/judge.py): a file is an answer only when the query words it holds carry at least half of the
   query's weight, each word weighted by its IDF in this store (a word no file holds weighs the
   most), and at least as much as one word held by fewer than one file in eight. Below that the
   answer is an honest not-found, never a weak guess.
@@ -34,6 +34,7 @@ DEPTH = 100  # how deep each ranking is read before fusion
 MIN_COVERAGE = 0.5
 MIN_COVERAGE_TASK = 1 / 3
 COVERAGE_STEP = 0.1
+NEGLIGIBLE_IDF = 0.05  # words nearly every file holds: left out of the rankings (they rank nothing)
 RARE_SHARE = 8  # "a word held by fewer than one file in eight"
 TOKEN_RE = re.compile(r"[^\W_]+")
 MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
@@ -90,12 +91,14 @@ class Hit:
     status: str
     score: float
     coverage: float = 0.0
-    matched: dict[str, set[str]] = field(default_factory=dict)  # field -> words
+    own: set[str] = field(default_factory=set)  # query words the file holds
+    family: set[str] = field(default_factory=set)  # and those only the rest of its split family holds
+    matched: dict[str, set[str]] = field(default_factory=dict)  # field -> words (for the answered files)
     snippet: str = ""
 
     @property
     def words(self) -> set[str]:
-        return set().union(*self.matched.values()) if self.matched else set()
+        return self.own | self.family
 
 
 def _ranked(conn: sqlite3.Connection, table: str, weights: tuple[float, ...], expression: str,
@@ -106,14 +109,14 @@ def _ranked(conn: sqlite3.Connection, table: str, weights: tuple[float, ...], ex
     return [int(row[0]) for row in conn.execute(sql, (expression,))]
 
 
-def fused(conn: sqlite3.Connection, terms: Terms, archived: bool,
-          rare: tuple[str, ...] = ()) -> list[tuple[int, float]]:
+def fused(conn: sqlite3.Connection, terms: Terms, archived: bool, rare: tuple[str, ...] = (),
+          ranked: Terms | None = None) -> list[tuple[int, float]]:
     """(doc id, fused score), best first; ties broken by path order through the rankings.
 
     Three rankings are fused: the files' own text, their SPINE lines, and (when the query has
     rare words) the files' text on the rare words alone, so that a file holding the query's
     rare words is never crowded out by files holding only its common ones."""
-    expression = match_expression(terms)
+    expression = match_expression(ranked or terms)
     rankings = [(BODY_WEIGHT, _ranked(conn, "body_fts", BODY_BM25, expression, archived)),
                 (SPINE_WEIGHT, _ranked(conn, "spine_fts", SPINE_BM25, expression, archived))]
     if rare and len(rare) < len(terms.words):
@@ -149,82 +152,3 @@ def idf(total: int, df: int) -> float:
 def rare_mass(conn: sqlite3.Connection) -> float:
     total = _doc_count(conn)
     return idf(total, max(1, total // RARE_SHARE))
-
-
-def _marked_words(texts: tuple[str, ...], names: tuple[str, ...], wanted: set[str]) -> dict[str, set[str]]:
-    found: dict[str, set[str]] = {}
-    for name, text in zip(names, texts):
-        if text and MARK_OPEN in text:
-            words = {w for span in MARKED_RE.findall(text) for w in words_of(span)} & wanted
-            if words:
-                found[FIELD_NAMES[name]] = words
-    return found
-
-
-def _family_words(conn: sqlite3.Connection, hit: Hit, terms: Terms) -> None:
-    """Words the file lacks that the rest of its split family holds (``split family``)."""
-    missing = [w for w in terms.words if w not in hit.words]
-    if not missing:
-        return
-    members = [int(r[0]) for r in conn.execute(
-        "SELECT id FROM docs WHERE family = (SELECT family FROM docs WHERE id = ?) AND id != ? AND status = ?",
-        (hit.doc_id, hit.doc_id, hit.status))]
-    found: set[str] = set()
-    for word in missing:
-        for member in members:
-            if conn.execute("SELECT 1 FROM body_fts WHERE body_fts MATCH ? AND rowid = ?",
-                            (f'"{word}"', member)).fetchone():
-                found.add(word)
-                break
-    if found:
-        hit.matched["split family"] = found
-
-
-def judge(conn: sqlite3.Connection, hit: Hit, terms: Terms, weight: dict[str, float]) -> None:
-    """Which fields matched which words, the coverage, and a snippet, for one file."""
-    expression, wanted = match_expression(terms), set(terms.words)
-    marks = ", ".join(f"highlight(body_fts, {i}, '{MARK_OPEN}', '{MARK_CLOSE}')" for i in range(len(BODY_COLUMNS)))
-    row = conn.execute(f"SELECT {marks}, snippet(body_fts, -1, '[', ']', '…', 16) FROM body_fts "
-                       "WHERE body_fts MATCH ? AND rowid = ?", (expression, hit.doc_id)).fetchone()
-    if row is not None:
-        hit.matched.update(_marked_words(tuple(row[:-1]), BODY_COLUMNS, wanted))
-        hit.snippet = " ".join(str(row[-1]).split())
-    marks = ", ".join(f"highlight(spine_fts, {i}, '{MARK_OPEN}', '{MARK_CLOSE}')" for i in range(len(SPINE_COLUMNS)))
-    row = conn.execute(f"SELECT {marks} FROM spine_fts WHERE spine_fts MATCH ? AND rowid = ?",
-                       (expression, hit.doc_id)).fetchone()
-    if row is not None:
-        hit.matched.update(_marked_words(tuple(row), SPINE_COLUMNS, wanted))
-    _family_words(conn, hit, terms)
-    total = sum(weight.values()) or 1.0
-    hit.coverage = sum(weight.get(w, 0.0) for w in hit.words) / total
-
-
-def search(conn: sqlite3.Connection, terms: Terms, k: int, archived: bool,
-           task: bool = False) -> tuple[list[Hit], Hit | None]:
-    """The files that answer the query (at most ``k``, best first), and the best file that did
-    not pass the threshold (to say how near the miss was).
-
-    A ``task`` (bundle) is prose: its words that no file holds are left out of the weighing,
-    a file needs a third of the rest, and at least one rare word's weight."""
-    weight = weights(conn, terms)
-    total = idf(_doc_count(conn), 0)
-    if task:
-        weight = {w: v for w, v in weight.items() if v < total} or weight
-    needed = MIN_COVERAGE_TASK if task else MIN_COVERAGE
-    floor = min(rare_mass(conn), sum(weight.values()))
-    answers: list[Hit] = []
-    nearest: Hit | None = None
-    rare = tuple(w for w in terms.words if weight.get(w, 0.0) >= rare_mass(conn))
-    for doc_id, score in fused(conn, terms, archived, rare)[: k + JUDGED_BEYOND_K]:
-        path, status = conn.execute("SELECT path, status FROM docs WHERE id = ?", (doc_id,)).fetchone()
-        hit = Hit(doc_id, str(path), str(status), score)
-        judge(conn, hit, terms, weight)
-        mass = sum(weight.get(w, 0.0) for w in hit.words)
-        if hit.coverage >= needed and mass >= floor - 1e-9:
-            answers.append(hit)
-        elif nearest is None or hit.coverage > nearest.coverage:
-            nearest = hit
-    # Among the files that pass, one holding more of the query's weight comes first; the fused
-    # rank orders files that hold about as much (coverage in steps of COVERAGE_STEP).
-    answers.sort(key=lambda hit: (-round(hit.coverage / COVERAGE_STEP), -hit.score))
-    return answers[:k], nearest

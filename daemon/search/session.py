@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DistilldError
 from ..locations import instance_key, state_dir
-from .fingerprint import StoreState, store_state
+from .fingerprint import StoreState, folder_stamps, store_state
 from .index import SCHEMA, create_schema, read_meta, update_index
 
 INDEX_NAME = "search.sqlite3"
@@ -51,7 +52,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 class SearchIndex:
     """One store's index, reopened or rebuilt as needed; ``current()`` before every answer."""
 
-    def __init__(self, store: Path, path: Path | None = None) -> None:
+    def __init__(self, store: Path, path: Path | None = None, recheck_after: float = 0.0) -> None:
         self.root = Path(store).expanduser().resolve()
         if not self.root.is_dir():
             raise DistilldError(f"{store}: no such store directory (pass the store's folder)")
@@ -59,11 +60,15 @@ class SearchIndex:
         self._conn: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None
         self.rebuilds = 0  # how often this process had to build it from nothing (tests read it)
+        self.recheck_after = recheck_after
+        self._last: Current | None = None
+        self._checked_at = 0.0
+        self._folders: tuple[tuple[str, int, int], ...] = ()
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
-        self._conn, self._identity = None, None
+        self._conn, self._identity, self._last = None, None, None
 
     def _same_file(self) -> bool:
         try:
@@ -116,8 +121,17 @@ class SearchIndex:
         return _connect(self.path)
 
     def current(self) -> Current:
-        """The index, matching the store as it is now."""
+        """The index, matching the store as it is now.
+
+        Every file's stamp is checked, unless this object was made with ``recheck_after`` (a
+        long-running server) and checked them that long ago or less: then the folders' stamps
+        and SPINE.md's and CATALOG.md's are checked (every add, removal, rename or atomic save
+        moves one), and an edit in place of a tier file is seen within ``recheck_after``."""
+        if self._last is not None and time.monotonic() - self._checked_at < self.recheck_after \
+                and self._same_file() and folder_stamps(self.root) == self._folders:
+            return self._last
         for _ in range(ATTEMPTS):
+            folders = folder_stamps(self.root) if self.recheck_after else ()
             state = store_state(self.root)
             try:
                 conn = self._open()
@@ -128,7 +142,9 @@ class SearchIndex:
                 self.discard()
                 continue
             if meta.get("stamps_key") == state.stamps_key:
-                return Current(conn, meta["fingerprint"], meta["head"], state)
+                self._last = Current(conn, meta["fingerprint"], meta["head"], state)
+                self._checked_at, self._folders = time.monotonic(), folders
+                return self._last
         raise StoreChanging(f"{self.root}: the store kept changing while its index was brought up to date; "
                             "ask again in a moment")
 

@@ -173,3 +173,14 @@ def test_an_entry_names_its_file_under_its_spine_line(tmp_path: Path) -> None:
     result = find_answer(SearchIndex(store), "schema registry")["results"][0]
     assert result["spine_line"].startswith(f"- [Kestrel](projects/kestrel.md) {EM} Kestrel ingest pipeline")
     assert result["catalog_hook"] == "Kestrel ingest pipeline"
+
+
+def test_a_server_checks_folders_between_full_checks_and_a_command_checks_every_file(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path / "store")
+    command, server = SearchIndex(b.root), SearchIndex(b.root, recheck_after=3600)
+    assert not find_answer(server, "ibis")["found"]
+    b.write("ops/deploy.md", b.read("ops/deploy.md") + b"- The ibis rule.\n")  # in place: no folder moves
+    assert find_answer(command, "ibis")["found"]
+    assert not find_answer(server, "ibis")["found"]  # within its window, as documented
+    b.tier("ops/oncall.md", "# On call\n\n- The ibis pager.\n", scope="On call")  # a new file moves its folder
+    assert {r["path"] for r in find_answer(server, "ibis")["results"]} == {"ops/deploy.md", "ops/oncall.md"}
