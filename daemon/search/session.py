@@ -128,7 +128,8 @@ class SearchIndex:
         and SPINE.md's and CATALOG.md's are checked (every add, removal, rename or atomic save
         moves one), and an edit in place of a tier file is seen within ``recheck_after``."""
         if self._last is not None and time.monotonic() - self._checked_at < self.recheck_after \
-                and self._same_file() and folder_stamps(self.root) == self._folders:
+                and self._same_file() and folder_stamps(self.root) == self._folders \
+                and self._unchanged_meta(self._last):
             return self._last
         for _ in range(ATTEMPTS):
             folders = folder_stamps(self.root) if self.recheck_after else ()
@@ -147,6 +148,13 @@ class SearchIndex:
                 return self._last
         raise StoreChanging(f"{self.root}: the store kept changing while its index was brought up to date; "
                             "ask again in a moment")
+
+    def _unchanged_meta(self, last: Current) -> bool:
+        """The index file still holds what ``last`` read (no other process updated it since)."""
+        try:
+            return read_meta(last.conn).get("stamps_key") == last.state.stamps_key
+        except sqlite3.DatabaseError:
+            return False
 
     def discard(self) -> None:
         """A malformed index (truncated under us, say): dropped, and built again on the next try."""

@@ -177,10 +177,21 @@ def test_an_entry_names_its_file_under_its_spine_line(tmp_path: Path) -> None:
 
 def test_a_server_checks_folders_between_full_checks_and_a_command_checks_every_file(tmp_path: Path) -> None:
     b = healthy_store(tmp_path / "store")
-    command, server = SearchIndex(b.root), SearchIndex(b.root, recheck_after=3600)
+    command = SearchIndex(b.root, tmp_path / "command.sqlite3")
+    server = SearchIndex(b.root, tmp_path / "server.sqlite3", recheck_after=3600)
     assert not find_answer(server, "ibis")["found"]
     b.write("ops/deploy.md", b.read("ops/deploy.md") + b"- The ibis rule.\n")  # in place: no folder moves
     assert find_answer(command, "ibis")["found"]
     assert not find_answer(server, "ibis")["found"]  # within its window, as documented
     b.tier("ops/oncall.md", "# On call\n\n- The ibis pager.\n", scope="On call")  # a new file moves its folder
     assert {r["path"] for r in find_answer(server, "ibis")["results"]} == {"ops/deploy.md", "ops/oncall.md"}
+
+
+def test_a_server_never_stamps_what_another_process_indexed_with_its_old_fingerprint(tmp_path: Path) -> None:
+    b = healthy_store(tmp_path / "store")
+    command, server = SearchIndex(b.root), SearchIndex(b.root, recheck_after=3600)
+    before = find_answer(server, "canary")
+    b.write("ops/deploy.md", b.read("ops/deploy.md") + b"- The ibis rule.\n")
+    by_command = find_answer(command, "ibis")  # updates the index file the server reads too
+    by_server = find_answer(server, "ibis")
+    assert by_server == by_command and by_server["fingerprint"] != before["fingerprint"]
