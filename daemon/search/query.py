@@ -20,7 +20,6 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from ..errors import DistilldError
-from .index import BODY_COLUMNS, SPINE_COLUMNS
 
 MAX_QUERY_BYTES = 8192
 MAX_TERMS = 64
