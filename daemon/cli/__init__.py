@@ -48,6 +48,11 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
     "resume": ("daemon", "Resume a paused daemon; it catches up on what changed meanwhile."),
     "config": ("config", "Show, check or locate the machine-local settings (never kept in the store)."),
     "service": ("service", "Install, remove, inspect or print the user service that runs `distilld run`."),
+    "find": ("find_cmds", "Find the knowledge files about QUERY, beyond what the SPINE names. Writes nothing in the store."),
+    "bundle": ("find_cmds", ("Gather the knowledge TASK needs within a token budget, deterministically. Writes "
+                             "nothing in the store.")),
+    "serve": ("find_cmds", ("Serve the store read-only to agents over MCP on stdio (tools: spine, "
+                            "search_knowledge, read_knowledge, bundle).")),
     "report": ("report", ("Measure the store's health: index cost, growth from the git history, tier files, "
                           "lifecycle, links, archive and ledger, and what distilld did. Writes nothing in the "
                           "store.")),

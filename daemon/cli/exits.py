@@ -11,6 +11,7 @@ LOCK_HELD = 5
 STORE_UNSAFE = 6
 SYNC_SKIPPED = 7
 SYNC_FAILED = 8
+NOT_FOUND = 9
 BAD_SETTINGS = 78
 INTERRUPTED = 130
 
@@ -29,6 +30,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (SYNC_SKIPPED, "sync skipped or blocked (the lock or git busy, a merge that would fail the checks, "
                    "a commit that must not be pushed)"),
     (SYNC_FAILED, "sync failed: offline, the push was rejected, or a byte mismatch after a pull"),
+    (NOT_FOUND, "not found: the store holds nothing on the query (find, bundle); an honest miss, not an error"),
     (BAD_SETTINGS, "bad settings: the message names the key (the service is not restarted)"),
     (INTERRUPTED, "interrupted (Ctrl-C); a write pass says how it is finished"),
 )

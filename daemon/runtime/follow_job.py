@@ -54,6 +54,24 @@ def _budget_status(report: BudgetReport) -> tuple[dict[str, Any], dict[str, str]
     return status, breaches
 
 
+def refresh_search_index(env: JobEnv) -> None:
+    """Keep `find`'s index (search/, in the state folder) current from the watcher's changes,
+    in increments: only the files whose stamp moved are read. Only where an index exists (a
+    store nobody searches gets none); commands and `serve` update it themselves anyway, so a
+    failure here is logged and changes nothing else."""
+    from ..search.session import SearchIndex, index_path
+
+    try:
+        if index_path(env.store.resolve()).is_file():
+            index = SearchIndex(env.store)
+            try:
+                index.current()
+            finally:
+                index.close()
+    except Exception:
+        log.exception("search_index.update_failed")
+
+
 def _report_checks(env: JobEnv, report: FollowReport) -> None:
     failing = {f.message for f in report.failures}
     new = sorted(failing - env._failures)
@@ -127,6 +145,7 @@ def follow(env: JobEnv, trigger: str) -> PassResult:
         env.activity.write(f"{takeover_words(report.takeover, env.policy.lock.stale_seconds)}, to rebuild the catalog")
     _report_checks(env, report)
     _report_budgets(env, report.budget)
+    refresh_search_index(env)
     env.check_stop()
     _report_outside_edits(env)
     commit = commit_changes(env, trigger)

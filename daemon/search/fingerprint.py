@@ -1,0 +1,139 @@
+"""Which files are knowledge, how they stand on disk, and the store's fingerprint.
+
+The fingerprint is HEAD plus a digest of the knowledge files' bytes: two clones holding the
+same bytes at the same commit have the same fingerprint, whatever their mtimes. Telling
+whether anything changed must be cheap, since every command asks: the files' stamps (mtime,
+ctime, size, inode, as git tells a changed file) are compared first, and only a file whose
+stamp moved is read and hashed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..gitstore.head_ref import head_commit_id
+from ..store.paths import CATALOG, SPINE, TIERS
+
+# Top folders whose Markdown files are knowledge; local/ is this machine's overlay (its SPINE is
+# part of the `spine` answer), never data/, .git/, bin/ or dotfiles.
+KNOWLEDGE_TOPS: tuple[str, ...] = (*TIERS, "archive", "evidence", "local")
+Stamp = str  # "mtime_ns:ctime_ns:size:inode"
+
+
+def is_knowledge_path(path: str) -> bool:
+    """A store-relative path distilld serves and indexes: SPINE.md, CATALOG.md, or a Markdown
+    file below a knowledge folder, with no hidden or empty segment."""
+    if path in (SPINE, CATALOG):
+        return True
+    parts = path.split("/")
+    return (len(parts) > 1 and parts[0] in KNOWLEDGE_TOPS and path.endswith(".md")
+            and all(part and not part.startswith(".") for part in parts))
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def scan_stamps(root: Path) -> dict[str, Stamp]:
+    """Every knowledge file's stamp, by store-relative path. Symbolic links are never followed
+    or listed: a link is not knowledge, whatever it points at."""
+    return {path: f"{m}:{c}:{size}:{ino}" for path, m, c, size, ino in _scan(root)}
+
+
+def _scan(root: Path) -> list[tuple[str, int, int, int, int]]:
+    """(path, mtime_ns, ctime_ns, size, inode) of every knowledge file, in scan order; plain
+    tuples, since every command scans every file (most of a warm query's cost at x100)."""
+    found: list[tuple[str, int, int, int, int]] = []
+    base = os.path.join(root, "")
+    for name in (SPINE, CATALOG):
+        try:
+            info = os.lstat(base + name)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            found.append((name, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino))
+    pending = [top for top in KNOWLEDGE_TOPS if not os.path.islink(base + top)]
+    while pending:
+        relative = pending.pop()
+        try:
+            with os.scandir(base + relative) as entries:
+                children = list(entries)
+        except OSError:
+            continue  # absent, or not a folder (links are filtered before descending)
+        for entry in children:
+            name = entry.name
+            if name[0] == "." or entry.is_symlink() or not _utf8(name):
+                continue  # a name that is not UTF-8 can be neither served nor indexed
+            if name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                found.append((f"{relative}/{name}", info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino))
+            elif entry.is_dir(follow_symlinks=False):
+                pending.append(f"{relative}/{name}")
+    return found
+
+
+def folder_stamps(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """(folder, mtime_ns, inode) of the store root, the knowledge folders and everything under
+    them, plus SPINE.md's and CATALOG.md's own stamps: what a file added, removed, renamed or
+    atomically saved anywhere, or an edit of the index files, changes."""
+    found: list[tuple[str, int, int]] = []
+    base = os.path.join(root, "")
+    for name in ("", SPINE, CATALOG):
+        try:
+            info = os.lstat(base + name)
+            found.append((name, info.st_mtime_ns + info.st_ctime_ns + info.st_size, info.st_ino))
+        except OSError:
+            found.append((name, 0, 0))
+    pending = [top for top in KNOWLEDGE_TOPS if not os.path.islink(base + top)]
+    while pending:
+        relative = pending.pop()
+        try:
+            info = os.lstat(base + relative)
+            with os.scandir(base + relative) as entries:
+                pending.extend(f"{relative}/{e.name}" for e in entries
+                               if e.name[0] != "." and e.is_dir(follow_symlinks=False))
+        except OSError:
+            continue
+        found.append((relative, info.st_mtime_ns, info.st_ino))
+    return tuple(found)
+
+
+def content_digest(hashes: dict[str, str]) -> str:
+    """The knowledge files' bytes, as one digest: every path with its sha256, sorted by path."""
+    digest = hashlib.sha256(b"distilld-knowledge/1")
+    for path in sorted(hashes, key=os.fsencode):
+        digest.update(f"\n{path}\0{hashes[path]}".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def fingerprint_of(head: str, digest: str) -> str:
+    return hashlib.sha256(f"distilld-fingerprint/1\n{head}\n{digest}".encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class StoreState:
+    """The store as the index must match it: HEAD, the files' stamps, and their one digest."""
+
+    head: str
+    stamps: dict[str, Stamp]
+    stamps_key: str
+
+
+def store_state(root: Path) -> StoreState:
+    head = head_commit_id(root)
+    scanned = _scan(root)
+    # The key is over the scan as it came (folder order is stable while nothing changes; if it
+    # moves, the update that follows finds every stamp equal and re-reads nothing).
+    key = hashlib.sha256(f"{head}\n{scanned!r}".encode("utf-8", "surrogateescape")).hexdigest()
+    return StoreState(head, {p: f"{m}:{c}:{size}:{ino}" for p, m, c, size, ino in scanned}, key)
