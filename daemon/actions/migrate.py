@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +31,10 @@ def run_migrate(store: Path, policy: Policy, clock: Callable[[], datetime], mode
     """Every mode runs under the store's lock; only preview writes nothing but its PLAN.md."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
+    root = store.expanduser().resolve()
+    if mode == "preview" and root.is_dir() and not os.access(root, os.W_OK):
+        # a read-only store can still be previewed: read without the lock, nothing written
+        return preview_migration(root, policy, clock(), write_plan=False)
     with locked_pass(store, policy, clock, wait) as ctx:
         if mode == "preview":
             return preview_migration(ctx.root, policy, ctx.now())
