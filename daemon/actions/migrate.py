@@ -94,6 +94,9 @@ def render_text(outcome: MigrateOutcome) -> str:
                        f"files with evidence moved: {len(plan.evidence)}; lifecycle moves: {len(plan.lifecycle)}; "
                        f"split pieces over the compaction target: {c.pieces_over_target}")
         out += [f"headroom not reached (the SPINE ends above migrate_max_*): {h}" for h in plan.headroom_missed]
+        if plan.moved_references:
+            out.append(f"references whose file moves ({len(plan.moved_references)}; the prose is kept as written):")
+            out += [f"    - {line}" for line in plan.moved_references]
         if plan.refusal:
             out.append("REFUSED; nothing would be changed:")
             out += [f"    - {r}" for r in plan.refusal]
@@ -140,6 +143,7 @@ def render_json(outcome: MigrateOutcome) -> str:
             "budget_before": plan.budget_before,
             "budget_after": plan.budget_after,
             "adoptions": plan.adoptions,
+            "moved_references": plan.moved_references,
             "evidence": plan.evidence,
             "entries_cut": len(plan.compact.cut) if plan.compact else 0,
             "entries_merged": len(plan.compact.merged) if plan.compact else 0,
