@@ -165,7 +165,7 @@ def test_the_policy_works_after_the_command(tmp_path: Path, capsys: pytest.Captu
     bad.write_text('[spine]\nmax_lines = "many"\n')
     before = run(capsys, "--policy", str(bad), "check", str(store))
     after = run(capsys, "check", str(store), "--policy", str(bad))
-    assert before[0] == after[0] == 2
+    assert before[0] == after[0] == 78
     assert "max_lines" in after[2] and before[2] == after[2]
 
 
@@ -208,7 +208,10 @@ def test_errors_under_json_are_json(tmp_path: Path, capsys: pytest.CaptureFixtur
     policy.write_text("[spine]\nbogus = 1\n")
     store = healthy_store(tmp_path / "store").root
     code, out, _ = run(capsys, "budget", str(store), "--policy", str(policy), "--json")
-    assert code == 2 and json.loads(out)["file"] is None or str(policy) in json.loads(out)["error"]
+    # issue 27: a bad policy is bad settings (78: the service is not restarted), and the JSON
+    # error names the file at fault, not "file": null
+    assert code == 78 and json.loads(out)["exit"] == 78 and json.loads(out)["file"] == str(policy)
+    assert "did you mean" in json.loads(out)["error"] or "known:" in json.loads(out)["error"]
 
 
 @pytest.mark.parametrize("argv, kind", [(["check"], "check"), (["budget"], "budget"), (["gc"], "gc"),
