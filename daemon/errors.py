@@ -12,6 +12,11 @@ class DistilldError(Exception):
     exit_code = 2
     file: str | None = None  # the file the message is about, when there is one (JSON errors say it)
 
+    def __init__(self, *args: object, file: object = None) -> None:
+        super().__init__(*args)
+        if file is not None:
+            self.file = str(file)
+
 
 class StoreRefused(DistilldError):
     """The store cannot be changed safely as it is (an unreadable SPINE or ledger, a pending
@@ -25,7 +30,10 @@ class StoreError(DistilldError):
 
 
 class PolicyError(DistilldError):
-    """A policy file is missing, unreadable or invalid."""
+    """A policy file is missing, unreadable or invalid: bad settings, 78, as for config.toml, so
+    the service manager does not restart a daemon that cannot start with it (issue 27)."""
+
+    exit_code = 78
 
 
 class LockError(DistilldError):

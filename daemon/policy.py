@@ -130,11 +130,19 @@ _CHECKS = {"int": _positive_int, "float": _positive_number, "tuple[str, ...]": _
            "tuple[int, ...]": _whole_numbers}
 
 
+def _unknown(key: str, known: list[str]) -> str:
+    """"unknown key", with the nearest known one when a typo is likely."""
+    import difflib  # only a bad policy pays for it
+
+    near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f"unknown key (did you mean {near[0]!r}?)" if near else f"unknown key (known: {', '.join(sorted(known))})"
+
+
 def _section(name: str, model: type[Any], data: dict[str, Any]) -> Any:
     declared = {f.name: str(f.type) for f in dataclasses.fields(model)}
     for key in data:
         if key not in declared:
-            raise _Invalid(f"{name}.{key}", "unknown key")
+            raise _Invalid(f"{name}.{key}", _unknown(key, list(declared)))
     return model(**{key: _CHECKS[declared[key]](f"{name}.{key}", value) for key, value in data.items()})
 
 
@@ -167,7 +175,7 @@ def policy_from_data(data: dict[str, Any]) -> Policy:
     the first bad key."""
     for name, table in data.items():
         if name not in _TABLES:
-            raise _Invalid(name, "unknown key")
+            raise _Invalid(name, _unknown(name, list(_TABLES)))
         if not isinstance(table, dict):
             raise _Invalid(name, f"must be a table (got {table!r})")
     defaults = _default_data()
@@ -184,11 +192,11 @@ def parse_policy(text: str, source: str) -> Policy:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise PolicyError(f"policy file {source}: not valid TOML: {error}") from None
+        raise PolicyError(f"policy file {source}: not valid TOML: {error}", file=source) from None
     try:
         return policy_from_data(data)
     except ValueError as error:
-        raise PolicyError(f"policy file {source}: {error}") from None
+        raise PolicyError(f"policy file {source}: {error}", file=source) from None
 
 
 def load_policy(path: Path | str | None = None) -> Policy:
@@ -199,7 +207,8 @@ def load_policy(path: Path | str | None = None) -> Policy:
     try:
         text = location.read_text("utf-8")
     except FileNotFoundError:
-        raise PolicyError(f"policy file {location}: not found; pass an existing file or drop --policy") from None
+        raise PolicyError(f"policy file {location}: not found; pass an existing file or drop --policy",
+                          file=location) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise PolicyError(f"policy file {location}: cannot read it ({error})") from None
+        raise PolicyError(f"policy file {location}: cannot read it ({error})", file=location) from None
     return parse_policy(text, str(location))

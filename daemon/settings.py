@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tomllib
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from .config_file import read_config as _read_config
 from .errors import ConfigError
 # Where things live is in locations.py (no pydantic there, so light commands stay light).
 from .locations import APP as APP
@@ -237,24 +237,6 @@ class InstancePaths:
 
 
 # -- loading -------------------------------------------------------------------------------
-
-
-def _read_config(path: Path, explicit: bool) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        if explicit:
-            raise ConfigError(f"config file {path}: not found; create it or drop --config") from None
-        return {}
-    except OSError as error:
-        raise ConfigError(f"config file {path}: cannot read it ({error.strerror or error})") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"config file {path}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"config file {path}: not valid TOML: {error}") from None
-    return data
 
 
 def _env_name(loc: tuple[Any, ...]) -> str:

@@ -101,6 +101,32 @@ def test_check_loads_nothing_its_start_up_was_rid_of(policy: list[str], tmp_path
     assert sorted(m for m in modules if m in NOT_FOR_CHECK or m.split(".")[0] in NOT_FOR_CHECK) == []
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="elsewhere the folders come from platformdirs")
+@pytest.mark.parametrize("config", ["", '[git]\nextra_folders = ["topics"]\n', 'stor = "typo"\n[watch]\nquiet = 1\n'],
+                         ids=["an empty config file", "extra folders", "a typo"])
+def test_check_with_a_config_file_reads_only_the_setting_it_needs(config: str, tmp_path: Path) -> None:
+    # issue 27: any config.toml made check load pydantic (3.2x dearer), and a typo made it exit 78
+    store = healthy_store(tmp_path / "store").root
+    env = {**subprocess_env(tmp_path), "DISTILLD_CONFIG_DIR": str(tmp_path / "config")}
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.toml").write_text(config)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "distilld", "check", str(store)],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert sorted(m for m in modules if m in NOT_FOR_CHECK or m.split(".")[0] in NOT_FOR_CHECK) == []
+
+
+def test_a_bad_extra_folders_value_is_refused_by_check_naming_the_key(tmp_path: Path) -> None:
+    store = healthy_store(tmp_path / "store").root
+    env = {**subprocess_env(tmp_path), "DISTILLD_CONFIG_DIR": str(tmp_path / "config")}
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.toml").write_text('[git]\nextra_folders = ["archive"]\n')
+    done = subprocess.run([sys.executable, "-m", "distilld", "check", str(store)],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 78 and "git.extra_folders" in done.stderr and "config.toml" in done.stderr
+
+
 def test_the_entry_point_imports_the_cli_without_collecting_then_sets_its_objects_aside(tmp_path: Path) -> None:
     script = ("import gc, sys\nfrom distilld.__main__ import run\nsys.argv = ['distilld', '--version']\n"
               "code = run()\nprint(code, gc.isenabled(), gc.get_freeze_count() > 1000, file=sys.stderr)")
@@ -139,7 +165,7 @@ def test_the_policy_works_after_the_command(tmp_path: Path, capsys: pytest.Captu
     bad.write_text('[spine]\nmax_lines = "many"\n')
     before = run(capsys, "--policy", str(bad), "check", str(store))
     after = run(capsys, "check", str(store), "--policy", str(bad))
-    assert before[0] == after[0] == 2
+    assert before[0] == after[0] == 78
     assert "max_lines" in after[2] and before[2] == after[2]
 
 
@@ -182,7 +208,10 @@ def test_errors_under_json_are_json(tmp_path: Path, capsys: pytest.CaptureFixtur
     policy.write_text("[spine]\nbogus = 1\n")
     store = healthy_store(tmp_path / "store").root
     code, out, _ = run(capsys, "budget", str(store), "--policy", str(policy), "--json")
-    assert code == 2 and json.loads(out)["file"] is None or str(policy) in json.loads(out)["error"]
+    # issue 27: a bad policy is bad settings (78: the service is not restarted), and the JSON
+    # error names the file at fault, not "file": null
+    assert code == 78 and json.loads(out)["exit"] == 78 and json.loads(out)["file"] == str(policy)
+    assert "did you mean" in json.loads(out)["error"] or "known:" in json.loads(out)["error"]
 
 
 @pytest.mark.parametrize("argv, kind", [(["check"], "check"), (["budget"], "budget"), (["gc"], "gc"),
@@ -301,3 +330,30 @@ def test_a_mistyped_command_is_answered_with_the_nearest_name_even_before_any_is
                           env=subprocess_env(tmp_path), timeout=120)
     assert done.returncode == 2
     assert "No such command 'chek'. Did you mean 'check'?" in done.stderr, done.stderr
+
+
+def test_run_now_with_a_job_name_it_does_not_know_lists_the_jobs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 27: `run-now bogus` took the name as a store and said the daemon was not running (3)
+    code, _, err = run(capsys, "run-now", "bogus")
+    assert code == 2 and "no job called 'bogus'" in err
+    assert "follow, sync, compaction, lifecycle, reconcile" in err
+    store = healthy_store(tmp_path / "store").root
+    code, _, err = run(capsys, "run-now", str(store))  # a path is still a store
+    assert code == 3 and "not running" in err
+
+
+def test_an_unforeseen_error_is_one_line_and_a_crash_report_never_a_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import distilld.actions.check as check_action
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug nobody foresaw")
+
+    monkeypatch.setattr(check_action, "run_check", broken)
+    store = healthy_store(tmp_path / "store").root
+    code, out, err = run(capsys, "check", str(store))
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and "RuntimeError: a bug nobody foresaw" in err
+    reports = list(tmp_path.rglob("crash-*.txt"))  # in the state folder
+    assert len(reports) == 1 and str(reports[0]) in err
+    assert "Traceback" in reports[0].read_text() and "distilld check" in reports[0].read_text()

@@ -110,14 +110,14 @@ def test_missing_policy_file_is_refused_in_one_line(tmp_path: Path) -> None:
     assert str(path) in message and "not found" in message
 
 
-def test_cli_reports_a_bad_policy_on_one_stderr_line_with_exit_2(tmp_path: Path,
+def test_cli_reports_a_bad_policy_on_one_stderr_line_with_exit_78(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     healthy_store(tmp_path / "store")
     path = tmp_path / "bad.toml"
     path.write_text("[spine]\nmax_lines = 0\n", "utf-8")
     code = main(["--policy", str(path), "budget", str(tmp_path / "store")])
     captured = capsys.readouterr()
-    assert code == 2
+    assert code == 78  # bad settings: a service is not restarted with it
     assert captured.out == ""
     lines = captured.err.splitlines()
     assert len(lines) == 1

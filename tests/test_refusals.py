@@ -102,7 +102,7 @@ def test_a_missing_store_or_a_file_is_named_as_such(argv: list[str], tmp_path: P
     afile = tmp_path / "afile"
     afile.write_text("not a store\n")
     code, _, err = run(capsysbinary, *argv, str(afile))
-    assert code == 2 and b"is not a folder" in err and b"lock" not in err
+    assert code == 2 and b"is a file, not a folder" in err and b"lock" not in err
     assert not missing.exists() and afile.read_text() == "not a store\n"
     assert not list(tmp_path.glob("*.tmp*"))
 

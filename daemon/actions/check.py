@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine.guard import lost_ledger_lines
+from ..store.cross_refs import references
 from ..store.findings import GROUPS, Finding, Group, note
 from ..store.invariants import check_store
 from ..store.limits import Limits
 from ..store.lossless import check_c4
 from ..store.paths import CATALOG, LEDGER, Layout, extra_synced_folders
-from ..store.snapshot import take_snapshot
+from ..store.snapshot import Snapshot, take_snapshot
 from ..store.unmanaged import unmanaged_folders
 
 NEEDS_MIGRATE = "this store needs `distilld migrate` (a pre-1.2 store: no CATALOG.md); `distilld migrate` previews it"
@@ -59,6 +60,7 @@ def _checked(store: Path, limits: Limits, before: Path | None) -> CheckResult:
     lost = lost_ledger_lines(snapshot.root, snapshot.ledger.raw) if snapshot.ledger is not None else None
     if lost is not None:  # a note, as the format's checker cannot see it; every write pass refuses
         findings.append(note("C2", "ledger-lost-lines", LEDGER, str(lost)))
+    findings += broken_reference_notes(snapshot)
     groups: tuple[Group, ...] = GROUPS[:3]
     if before is not None:
         findings += check_c4(take_snapshot(before), snapshot)
@@ -66,6 +68,16 @@ def _checked(store: Path, limits: Limits, before: Path | None) -> CheckResult:
     result = CheckResult(snapshot.root, snapshot.layout, groups, findings)
     result.unmanaged = [folder.describe() for folder in unmanaged_folders(snapshot.root, extra_synced_folders())]
     return result
+
+
+def broken_reference_notes(snapshot: Snapshot) -> list[Finding]:
+    """A path named in a tier file's text that resolves nowhere (not active, not archived, not
+    adopted): a note, as the format's checker does not look at prose (issue 27: only `report`
+    noticed the links a migration broke)."""
+    return [note("C2", "broken-cross-reference", ref.source,
+                 f"broken cross-reference: {ref.source} names {ref.target}, which is neither active, "
+                 "archived nor adopted")
+            for ref in references(snapshot) if ref.kind == "broken"]
 
 
 def render_text(result: CheckResult) -> str:

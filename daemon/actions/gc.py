@@ -12,7 +12,7 @@ from typing import Any
 from ..engine.context import PassContext
 from ..engine.passes.gc.apply import GcOutcome, apply_gc, refuse_unless_gc_allowed, resolve_manifest, revert_gc
 from ..engine.passes.gc.plan import plan_gc
-from ..engine.passes.gc.manifest import unfinished_manifests
+from ..engine.passes.gc.manifest import all_manifests, unfinished_manifests
 from ..engine.passes.gc.model import GcPlan, render_gc_plan
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
@@ -99,6 +99,11 @@ def run_gc_revert(store: Path, policy: Policy, clock: Callable[[], datetime], ma
         refuse_unless_gc_allowed(take_snapshot(ctx.root))
         report = GcReport("revert")
         _finish_interrupted(ctx, report)
+        if manifest is None and not all_manifests(ctx.root):
+            # nothing went wrong: no pass has moved anything here yet (exit 0, not a refusal)
+            report.notes.append("nothing to revert: no gc pass has archived anything in this store "
+                                "(data/gc-manifests/ is empty)")
+            return report
         chosen = resolve_manifest(ctx.root, manifest)
         if chosen.reverted:
             report.notes.append(f"{chosen.path} is already reverted; nothing to do")

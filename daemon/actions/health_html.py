@@ -1,6 +1,7 @@
 """The health report as one self-contained HTML page: a Jinja2 template (shipped in
 distilld/templates/) and SVG charts drawn by pygal, inlined, with no script or style fetched
-from anywhere. Both libraries are the optional `report` extra: `pip install 'distilld[report]'`.
+from anywhere. Both libraries are dependencies of distilld (small, pure Python): the report is a main
+feature, and the daemon writes it daily.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from ..store.health_blocks import BOUND_LABELS, BOUNDS
 from ..store.health_model import HealthReport
 from .health_render import show
 
-MISSING = ("the HTML report needs the `report` extra (Jinja2 and pygal): "
-           "pip install 'distilld[report]'")
+MISSING = ("the HTML report needs Jinja2 and pygal, which distilld installs with itself: reinstall it "
+           "(pip install --force-reinstall distilld, or `pip install 'distilld[report]'`)")
 TEMPLATE = "report.html.j2"
 
 
 class ReportExtraMissing(DistilldError):
-    """--html was asked for without the optional `report` extra."""
+    """--html was asked for in an install that lacks Jinja2 or pygal (a broken or partial one)."""
 
 
 def available() -> bool:

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import StoreError
 from ..store import fs
 from ..store.local import LIFECYCLE_FILE, lifecycle_enabled
+from ..store.root_access import check_store_shape, require_writable
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class LifecycleSwitch:
 
 def _root(store: Path) -> Path:
     root = store.expanduser()
+    check_store_shape(root)
     if not root.is_dir():
         raise StoreError(f"{root}: no such store directory (create it, or pass the store's path)")
     return root
@@ -49,6 +51,7 @@ def set_switch(store: Path, enabled: bool) -> LifecycleSwitch:
     """Write `enabled` or `disabled` (no BOM, one line); leave a file that already says it alone."""
     root = _root(store)
     word = "enabled" if enabled else "disabled"
+    require_writable(root)
     before = _read(root)
     if before == word:
         return LifecycleSwitch(root, enabled, before, changed=False)

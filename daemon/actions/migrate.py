@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +31,10 @@ def run_migrate(store: Path, policy: Policy, clock: Callable[[], datetime], mode
     """Every mode runs under the store's lock; only preview writes nothing but its PLAN.md."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
+    root = store.expanduser().resolve()
+    if mode == "preview" and root.is_dir() and not os.access(root, os.W_OK):
+        # a read-only store can still be previewed: read without the lock, nothing written
+        return preview_migration(root, policy, clock(), write_plan=False)
     with locked_pass(store, policy, clock, wait) as ctx:
         if mode == "preview":
             return preview_migration(ctx.root, policy, ctx.now())
@@ -89,6 +94,9 @@ def render_text(outcome: MigrateOutcome) -> str:
                        f"files with evidence moved: {len(plan.evidence)}; lifecycle moves: {len(plan.lifecycle)}; "
                        f"split pieces over the compaction target: {c.pieces_over_target}")
         out += [f"headroom not reached (the SPINE ends above migrate_max_*): {h}" for h in plan.headroom_missed]
+        if plan.moved_references:
+            out.append(f"references whose file moves ({len(plan.moved_references)}; the prose is kept as written):")
+            out += [f"    - {line}" for line in plan.moved_references]
         if plan.refusal:
             out.append("REFUSED; nothing would be changed:")
             out += [f"    - {r}" for r in plan.refusal]
@@ -135,6 +143,7 @@ def render_json(outcome: MigrateOutcome) -> str:
             "budget_before": plan.budget_before,
             "budget_after": plan.budget_after,
             "adoptions": plan.adoptions,
+            "moved_references": plan.moved_references,
             "evidence": plan.evidence,
             "entries_cut": len(plan.compact.cut) if plan.compact else 0,
             "entries_merged": len(plan.compact.merged) if plan.compact else 0,

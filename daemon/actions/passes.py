@@ -21,6 +21,7 @@ from ..store.conflicts import marked_files
 from ..store.paths import LEDGER, SPINE
 from ..store.text import shown
 from ..store.readable import unreadable_reason
+from ..store.root_access import is_a_file_line, require_writable
 
 
 def require_store_folder(root: Path) -> None:
@@ -28,7 +29,7 @@ def require_store_folder(root: Path) -> None:
     if not root.exists():
         raise StoreError(f"{root}: no such store (`distilld new {root}` creates an empty one); nothing was changed")
     if not root.is_dir():
-        raise StoreError(f"{root} is not a folder, so it cannot be a store; pass the store's folder")
+        raise StoreError(is_a_file_line(root))
 
 
 def restore_advice(root: Path, name: str) -> str:
@@ -84,6 +85,7 @@ def refuse_conflict_markers(root: Path) -> None:
 def store_lock_held(root: Path, policy: Policy, wait: float = 0, owner: str | None = None) -> Iterator[StoreLock]:
     """Hold the store's .lock (never breaking a fresh one), waiting ``wait`` s for a distiller.
     Already held by this owner means an outer pass holds it: that pass releases it, not this one."""
+    require_writable(root)  # a read-only store is said as such, not as a lock that was lost
     lock = StoreLock.from_policy(root, owner or default_owner(), policy.lock)
     try:
         taken = lock.acquire(wait)

@@ -16,7 +16,7 @@ import click
 from .. import __version__
 from ..errors import DistilldError
 from ._common import escape_controls, policy_flag, root_obj, schema_name
-from .exits import INTERRUPTED, LOCK_HELD, LOCK_LOST, STORE_UNSAFE, exit_table_text
+from .exits import BAD_SETTINGS, INTERRUPTED, LOCK_HELD, LOCK_LOST, STORE_UNSAFE, exit_table_text
 
 # Where commands register: a command's name, its module (imported only when the command is
 # asked for, so `distilld --help` and each command load no other command's module), and the
@@ -138,6 +138,8 @@ def _wants_json(argv: list[str] | None) -> bool:
 
 
 def _report_error(message: str, code: int, file: str | None, as_json: bool) -> int:
+    if code == BAD_SETTINGS:
+        _leave_bad_settings_file(message)
     if as_json:
         import json  # only an error with --json pays for it
 
@@ -147,6 +149,22 @@ def _report_error(message: str, code: int, file: str | None, as_json: bool) -> i
     else:
         click.echo(f"distilld: {escape_controls(message)}", err=True)
     return code
+
+
+def _leave_bad_settings_file(message: str) -> None:
+    """Under launchd, which cannot be told "not on 78", the agent's KeepAlive waits while this
+    file exists (launchd/distilld.plist.in): bad settings are not restarted every 30 s."""
+    import os
+
+    target = os.environ.get("DISTILLD_BAD_SETTINGS_FILE")
+    if not target:
+        return
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w", encoding="utf-8") as out:
+            out.write(f"{message}\nFix it, then delete this file: launchd starts distilld again.\n")
+    except OSError:
+        pass  # the message is on stderr (the agent's log) all the same
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         where = error.filename or "the store"
         return _report_error(f"{where}: {error.strerror or error}; nothing more was changed", 2,
                              str(error.filename) if error.filename else None, as_json)
+    except Exception as error:  # a bug: one line and a crash report, never a traceback
+        from .crash_report import crash_line
+
+        return _report_error(crash_line(error, argv), 2, None, as_json)
 
 
 __all__ = ["cli", "default_store", "main"]

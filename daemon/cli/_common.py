@@ -50,11 +50,14 @@ def _remember_store(ctx: click.Context, param: click.Parameter, value: Path | No
 def store_input(command: F) -> F:
     """The store as a positional [STORE] and as --store DIR (both forms, every command)."""
     command = click.option(
-        "--store", "store_option", type=click.Path(path_type=Path), callback=_remember_store,
+        "--store", "store_option", type=click.Path(path_type=Path, readable=False), callback=_remember_store,
         expose_value=False,
         help="The store's folder (the same as STORE). Default: $DISTILLD_STORE, the config file's "
              "store, else ~/.aura-distill.")(command)
-    command = click.argument("store", required=False, type=click.Path(path_type=Path), metavar="[STORE]",
+    # readable=False: a store this user may not read is said by check_store_shape, as every
+    # command says it, not as click's usage error
+    command = click.argument("store", required=False, type=click.Path(path_type=Path, readable=False),
+                             metavar="[STORE]",
                              callback=_remember_store, expose_value=False)(command)
     return command
 
@@ -70,13 +73,19 @@ def given_store(ctx: click.Context) -> Path | None:
 
 def store_path(ctx: click.Context) -> Path:
     """The store: the command line's, else the default (without loading the settings machinery
-    unless a config file has to be read)."""
+    unless a config file has to be read). A file or a folder this user may not read is refused
+    here, in the one phrasing every command uses."""
+    from ..store.root_access import check_store_shape
+
     store = given_store(ctx)
     if store is not None:
-        return store.expanduser()
-    from ..locations import default_store
+        store = store.expanduser()
+    else:
+        from ..locations import default_store
 
-    return default_store()
+        store = default_store()
+    check_store_shape(store)
+    return store
 
 
 # -- options that also work after the subcommand ----------------------------------------------

@@ -24,10 +24,12 @@ config_option = click.option(
 def daemon_settings(ctx: click.Context, config_path: Path | None) -> tuple[Any, dict[str, Any]]:
     """Settings with the command line on top: the store given here, --policy anywhere."""
     from ..settings import load_settings
+    from ..store.root_access import check_store_shape
 
     overrides: dict[str, Any] = {}
     store = given_store(ctx)
     if store is not None:
+        check_store_shape(store.expanduser())
         overrides["store"] = str(store.expanduser().absolute())
     policy_path = root_obj(ctx).get("policy_path")
     if policy_path is not None:
@@ -62,10 +64,13 @@ def run(ctx: click.Context, once: bool, wait: float | None, config_path: Path | 
     SIGHUP reloads the settings. Invalid settings exit 78.
     """
     from ..runtime.daemon import run_daemon
+    from ..store.root_access import require_writable
 
     if wait is not None and not once:
         raise click.UsageError("--wait goes with --once (the daemon itself waits for a lock as long as it is held)")
     settings, overrides = daemon_settings(ctx, config_path)
+    if settings.store.exists():  # a missing store is waited for; one it may not write is refused
+        require_writable(settings.store)
     ctx.exit(run_daemon(settings, config=config_path, overrides=overrides, once=once, lock_wait_seconds=wait))
 
 
@@ -133,26 +138,35 @@ def _control(ctx: click.Context, config_path: Path | None, request: dict[str, An
 JOBS = ("follow", "sync", "compaction", "lifecycle", "reconcile")
 
 
+def _looks_like_a_store(word: str) -> bool:
+    """A lone word that is no job is a store only if it is written as a path or exists: a
+    mistyped job name is a usage error, not a store where no daemon runs."""
+    return "/" in word or word.startswith(("~", ".")) or Path(word).exists()
+
+
 @click.command("run-now")
-@click.argument("words", nargs=-1, metavar="[JOB] [STORE]", type=click.Path(path_type=Path))
-@click.option("--store", "store_option", type=click.Path(path_type=Path),
+@click.argument("words", nargs=-1, metavar="[JOB] [STORE]")  # as typed: ./x and x differ here
+@click.option("--store", "store_option", type=click.Path(path_type=Path, readable=False),
               help="The store's folder (the same as STORE). Default: $DISTILLD_STORE, the config file's "
                    "store, else ~/.aura-distill.")
 @config_option
 @click.pass_context
-def run_now(ctx: click.Context, words: tuple[Path, ...], store_option: Path | None,
+def run_now(ctx: click.Context, words: tuple[str, ...], store_option: Path | None,
             config_path: Path | None) -> None:
     """Ask the running daemon to run JOB now (follow, sync, compaction, lifecycle or reconcile;
     default: follow, sync, compaction and lifecycle). A sync asked for this way runs at once,
     whatever the backoff."""
     rest = list(words)
-    job = str(rest.pop(0)) if rest and str(rest[0]) in JOBS else None
+    job = rest.pop(0) if rest and rest[0] in JOBS else None
     if len(rest) > 1 or (rest and job is None and len(words) > 1):
-        raise click.UsageError(f"expected [JOB] [STORE], got {' '.join(map(str, words))}; JOB is one of "
+        raise click.UsageError(f"expected [JOB] [STORE], got {' '.join(words)}; JOB is one of "
                                + ", ".join(JOBS))
+    if rest and job is None and not _looks_like_a_store(rest[0]):
+        raise click.UsageError(f"no job called {str(rest[0])!r}; JOB is one of {', '.join(JOBS)} "
+                               f"(a store is given as a path, such as ./{rest[0]}, or with --store)")
     given = ctx.meta.setdefault("distilld.store", {})
     if rest:
-        given["store"] = rest[0]
+        given["store"] = Path(rest[0])
     if store_option is not None:
         given["store_option"] = store_option
     reply = _control(ctx, config_path, {"cmd": "run-now", "job": job})

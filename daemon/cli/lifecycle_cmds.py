@@ -41,6 +41,9 @@ def gc(ctx: click.Context, manifest: str | None, wait: float, as_json: bool) -> 
     from ..actions import gc as gc_action
 
     mode = chosen_mode(ctx, "preview")
+    if manifest is not None and mode != "revert":
+        raise click.UsageError("--manifest names the pass to undo: it goes with --revert "
+                               "(`distilld gc --revert --manifest NAME`)")
     the_policy = policy(ctx)
     store = store_path(ctx)
     if mode == "apply":

@@ -23,6 +23,17 @@ def _manager(use_systemd: bool | None) -> Any:
     return "systemd" if use_systemd else "launchd"
 
 
+def _checked_store(ctx: click.Context) -> Path | None:
+    """The store given, refused as every command refuses it when it is a file or unreadable (a
+    missing one is fine: the service waits for it)."""
+    from ..store.root_access import check_store_shape
+
+    store = given_store(ctx)
+    if store is not None:
+        check_store_shape(store.expanduser())
+    return store
+
+
 @click.group()
 def service() -> None:
     """Install, remove, inspect or print the user service that runs `distilld run`."""
@@ -40,7 +51,7 @@ def service_install(ctx: click.Context, use_systemd: bool | None, config_path: P
     manager. Each store gets its own service; installing one leaves the others as they are."""
     from ..runtime.service import install
 
-    report = install(_manager(use_systemd), given_store(ctx), config_path, start)
+    report = install(_manager(use_systemd), _checked_store(ctx), config_path, start)
     emit("\n".join(report.lines) + "\n")
     if not report.ok:
         raise click.exceptions.Exit(1)
@@ -82,7 +93,7 @@ def service_print(ctx: click.Context, use_systemd: bool | None, config_path: Pat
     """Print what `service install` would write for the store (for packagers; writes nothing)."""
     from ..runtime.service_render import render
 
-    emit(render(_manager(use_systemd), given_store(ctx), config_path))
+    emit(render(_manager(use_systemd), _checked_store(ctx), config_path))
 
 
 COMMANDS = (service,)

@@ -30,13 +30,11 @@ def check(ctx: click.Context, before: Path | None, as_json: bool) -> None:
     Exit 0 when every group passes, 1 when any fails.
     """
     from ..actions import check as check_action
-    from ..locations import config_file
+    from ..config_file import extra_folders_setting
+    from ..store.paths import set_extra_synced_folders
 
-    if config_file().exists():  # only then can git.extra_folders be set (and the settings be loaded)
-        from ..settings import load_settings
-        from ..store.paths import set_extra_synced_folders
-
-        set_extra_synced_folders(load_settings().git.extra_folders)
+    # the one setting check reads: a typo elsewhere in config.toml is the daemon's to refuse
+    set_extra_synced_folders(extra_folders_setting())
     result = check_action.run_check(store_path(ctx), policy(ctx).limits, before)
     emit_report("check", result, as_json, check_action.render_text, check_action.render_json)
     ctx.exit(0 if result.ok else 1)

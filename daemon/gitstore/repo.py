@@ -17,6 +17,7 @@ from pygit2.enums import ObjectType, RepositoryState
 
 from ..store import fs
 from ..store.paths import SHARED_DIRS, extra_synced_folders
+from ..store.root_access import is_a_file_line, require_writable
 from .errors import GitBusy, GitStoreError, NotAStoreRepo
 
 ATTRIBUTES = ".gitattributes"
@@ -209,7 +210,8 @@ def init_store(store: Path, branch: str | None = None, remote_url: str | None = 
     """
     root = store.expanduser().resolve()
     if root.exists() and not root.is_dir():
-        raise GitStoreError(f"{root} is a file, not a folder: pass the store's folder, or the path of a new one")
+        raise GitStoreError(is_a_file_line(root))
+    require_writable(root)  # before git makes .git/: a refusal, not libgit2's traceback
     root.mkdir(parents=True, exist_ok=True)
     repo = discover(root)
     created = repo is None

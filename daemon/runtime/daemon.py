@@ -3,7 +3,7 @@
 One process per store (an flock in the runtime folder). Threads: watchdog's observer, the
 debouncer, APScheduler's clock, the one worker that runs every job, and the control socket;
 the main thread only supervises, refreshes status.json, answers systemd's watchdog and handles
-signals (SIGTERM/SIGINT: finish the current step and exit 0; SIGHUP: reload the settings;
+signals (SIGTERM/SIGINT: finish the current step and exit 0, 130 after SIGINT; SIGHUP: reload the settings;
 SIGUSR1: run everything now).
 """
 
@@ -44,6 +44,8 @@ from .watcher import StoreWatcher
 log = get_logger("distilld.daemon")
 
 TICK_SECONDS = 15.0  # supervision and status refresh; events and signals wake it sooner
+
+INTERRUPTED_EXIT = 130  # Ctrl-C, in the exit table of cli/exits.py (runtime does not import cli)
 
 
 def _parse_stamp(value: Any) -> datetime | None:
@@ -98,7 +100,9 @@ class Daemon:
             self._sweep_temp_files()
             self._repair_index()
             self._install_signals()
-            return self._run_once() if self.once else self._serve()
+            code = self._run_once() if self.once else self._serve()
+            # Ctrl-C is 130 as the exit table says (cli/exits.py); SIGTERM is a clean stop, 0
+            return INTERRUPTED_EXIT if self._stop_reason == "SIGINT" else code
         finally:
             instance.release()
 

@@ -97,11 +97,14 @@ def render_launchd(args: list[str], home: Path | None = None, label: str | None 
     if label is None:
         store = args[args.index("--store") + 1] if "--store" in args else None
         label = launchd_label(resolve_store(Path(store) if store else None))
+    logs = home / "Library" / "Logs" / "distilld"
+    # each agent its own log files and its own bad-settings file (two stores, two agents)
     return (_template("distilld.launchd", "distilld.plist.in")
+            .replace("@BAD_SETTINGS_FILE@", escape(str(logs / f"{label}.bad-settings")))
             .replace("@LABEL@", escape(label))
             .replace("@PROGRAM_ARGUMENTS@", program)
             .replace("@HOME@", escape(str(home)))
-            .replace("@LOG_DIR@", escape(str(home / "Library" / "Logs" / "distilld"))))
+            .replace("@LOG_DIR@", escape(str(logs))))
 
 
 def render(manager: Manager, store: Path | None, config: Path | None) -> str:

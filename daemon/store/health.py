@@ -16,9 +16,10 @@ from math import ceil
 from .health_blocks import BOUND_LABELS, BOUNDS, FileBlocks
 from .health_model import Section, known, maybe, median_of, percent, unknown
 from .lifecycle import activity, exemption, is_candidate
+from .cross_refs import references
 from .limits import Limits
 from .mentions import path_mentions
-from .paths import CATALOG, TIERS, Layout, archived_path, contained, is_legacy
+from .paths import CATALOG, TIERS, Layout, contained, is_legacy
 from .snapshot import Snapshot
 from .spine import Spine, SpineEntry
 from .split import split_knowledge_file
@@ -337,27 +338,20 @@ def links(snapshot: Snapshot) -> Section:
         section.items["unindexed_files"] = [{"path": p} for p in missing]
     resolved = archived = 0
     broken_refs: list[dict[str, str]] = []
-    for path in snapshot.tier_paths:
-        for target in sorted(path_mentions(snapshot.knowledge(path).text, (*TIERS, "archive"))):
-            if target == path or not contained(target, "store"):
-                continue
-            if target.startswith("archive/"):
-                if snapshot.exists(target):
-                    archived += 1
-                else:
-                    broken_refs.append({"from": path, "to": target})
-            elif snapshot.exists(target):
-                resolved += 1
-            elif snapshot.exists(archived_path(target)):
-                archived += 1  # readers look in archive/<same path> (the retrieval protocol)
-            else:
-                broken_refs.append({"from": path, "to": target})
+    for ref in references(snapshot):
+        if ref.kind == "active":
+            resolved += 1
+        elif ref.kind in ("archived", "adopted"):
+            archived += 1  # readers look in archive/<same path>; adopted ones under archive/legacy/
+        else:
+            broken_refs.append({"from": ref.source, "to": ref.target})
     how = "paths under the tiers or archive/ written in a tier file's text, one per (file, path)"
     section.add(known("cross_references", "cross-references", resolved + archived + len(broken_refs), how))
     section.add(known("broken_cross_references", "broken cross-references", len(broken_refs),
                       "cross-references to a path that is neither active nor archived"))
     section.add(known("archive_references", "references into the archive that resolve", archived,
-                      "cross-references whose target is archived (archive/<path> exists), or an archive/ path that exists"))
+                      "cross-references whose target is archived (archive/<path> exists), an archive/ path that exists, "
+                      "or one migrate-store adopted (under archive/legacy/)"))
     section.items["broken_cross_references"] = broken_refs
     return section
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from ..errors import StoreError
 from .ledger import Ledger, parsed_ledger
+from .root_access import is_a_file_line
 from .paths import CATALOG, LEDGER, LOCAL_SPINE, SPINE, TIERS, Layout, is_nested_archive
 from .spine import Spine
 from .tierfile import KnowledgeFile
@@ -218,7 +219,7 @@ def _scan(store: Path | str, previous: Snapshot | None, stamped: bool) -> Snapsh
     if not given.exists():
         raise StoreError(f"{given}: no such store directory (create it, or pass the store's path)")
     if not given.is_dir():
-        raise StoreError(f"{given}: not a directory; pass the store's root folder")
+        raise StoreError(is_a_file_line(given))
     root = given.resolve()  # the checker works on physical paths (pwd -P)
     snapshot = Snapshot(root=root)
     for name in (SPINE, CATALOG):

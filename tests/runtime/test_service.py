@@ -82,9 +82,10 @@ def test_plist_round_trips_with_required_keys_and_types(home: Path) -> None:
     assert set(agent) == set(PLIST_SCHEMA)
     assert agent["ProgramArguments"] == [os.path.abspath(sys.executable), "-m", "distilld", "run", "--store",
                                          "/opt/stores/notes & more"]
-    assert agent["RunAtLoad"] is True and agent["KeepAlive"] == {"SuccessfulExit": False}
+    marker = agent["EnvironmentVariables"]["DISTILLD_BAD_SETTINGS_FILE"]
+    assert agent["RunAtLoad"] is True and agent["KeepAlive"] == {"PathState": {marker: False}}
     assert isinstance(agent["ThrottleInterval"], int)
-    assert agent["StandardErrorPath"] == str(home / "Library/Logs/distilld/stderr.log")
+    assert agent["StandardErrorPath"] == str(home / f"Library/Logs/distilld/{agent['Label']}.stderr.log")
     assert check_plist(data) == agent
 
 

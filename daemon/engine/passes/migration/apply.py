@@ -110,15 +110,19 @@ def _make_plan(root: Path, policy: Policy, now: datetime) -> MigrationPlan:
 
 # -- preview ----------------------------------------------------------------------------------
 
-def preview_migration(root: Path, policy: Policy, now: datetime) -> MigrateOutcome:
-    """Write data/migration/<UTC>/PLAN.md; change nothing else."""
+def preview_migration(root: Path, policy: Policy, now: datetime, write_plan: bool = True) -> MigrateOutcome:
+    """Write data/migration/<UTC>/PLAN.md; change nothing else. A store already migrated gets no
+    PLAN.md (there is nothing to plan: each preview left another one), nor does one this user
+    may not write (``write_plan`` False: the preview is printed only)."""
     plan = _make_plan(root, policy, now)
-    directory = new_dir(root, plan.ts)
-    status = "refused (see below): nothing will be changed" if plan.refused else "preview: nothing changed"
-    if plan.is_noop:
-        status = "no-op: the store is already in the 1.2 layout"
-    fs.atomic_write(directory.plan_md, encode(render_plan_md(plan, root, items_of(plan), status)))
-    outcome = MigrateOutcome("preview", plan, directory.path)
+    outcome = MigrateOutcome("preview", plan)
+    if write_plan and not plan.is_noop:
+        directory = new_dir(root, plan.ts)
+        status = "refused (see below): nothing will be changed" if plan.refused else "preview: nothing changed"
+        fs.atomic_write(directory.plan_md, encode(render_plan_md(plan, root, items_of(plan), status)))
+        outcome.directory = directory.path
+    elif not plan.is_noop:
+        outcome.notes.append(f"no PLAN.md written: this user may not write {root}")
     if pending_migrations(root):
         outcome.notes.append(f"a migration is PENDING ({pending_migrations(root)[0]}): finish or revert it first")
     return outcome

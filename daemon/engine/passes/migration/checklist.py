@@ -199,6 +199,8 @@ def render_plan_md(plan: MigrationPlan, root: Path, items: list[Item], status: s
         out += [f"- debt left: {d}" for d in compact.debt]
     out += ["", "## Legacy adoptions", ""]
     out += [f"- {a} -> {b}" for a, b in plan.adoptions] or ["- none"]
+    out += ["", "## References whose file moves (the prose is kept as written: C4)", ""]
+    out += [f"- {line}" for line in plan.moved_references] or ["- none"]
     out += ["", "## Evidence (dated observation lines to twins)", ""]
     out += [f"- {path}: {n} line{'s' if n > 1 else ''} -> evidence/{path}" for path, n in plan.evidence] or ["- none"]
     if plan.added_entries:

@@ -18,6 +18,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 from ....store.catalog import render_catalog
+from ....store.cross_refs import moved_references
 from ....store.evidence import plan_evidence
 from ....store.findings import Finding
 from ....store.invariants import check_store
@@ -58,6 +59,7 @@ class MigrationPlan:
     lifecycle_spine: bytes = b""  # SPINE.md once the lifecycle moves removed their pointers
     lifecycle_spine_before: str = ""  # the checksum of SPINE.md before that edit
     adoptions: list[tuple[str, str]] = field(default_factory=list)
+    moved_references: list[str] = field(default_factory=list)  # prose naming a path the plan moves
     evidence: list[tuple[str, int]] = field(default_factory=list)  # principle file, lines moved
     added_entries: list[str] = field(default_factory=list)  # entries for files the SPINE missed
     compact: CompactionPlan | None = None
@@ -295,6 +297,7 @@ def _predict(original: Snapshot, files: dict[str, bytes], plan: MigrationPlan, l
     plan.predicted = files
     plan.budget_after = _budget(files, limits)
     after = planned_snapshot(original, files)
+    plan.moved_references = moved_references(original, after)
     found: list[Finding] = check_store(after, limits) + check_c4(original, after)
     failing = [f for f in found if f.severity == "fail"]
     if failing and not plan.refusal:

@@ -558,8 +558,22 @@ def test_revert_re_adds_entries_within_the_spine_budget(b: StoreBuilder) -> None
     assert b.read("SPINE.md").count(b"\n") <= 80
 
 
-def no_manifest(b: StoreBuilder) -> tuple[list[str], str]:
-    return [], f"{b.root.resolve()}: no gc manifest to revert (data/gc-manifests/ is empty)"
+def test_revert_with_nothing_to_revert_says_so_and_exits_0(b: StoreBuilder, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 27: it exited 6, "cannot be changed safely", for a store where nothing went wrong
+    heron_store(b)
+    before = files(b.root, LOCK_FILES)
+    code, out, err = run_cli(["gc", "--revert", str(b.root)], capsys)
+    assert code == 0, err
+    assert "nothing to revert" in out + err
+    assert files(b.root, LOCK_FILES) == before
+
+
+def test_a_manifest_without_revert_is_a_usage_error(b: StoreBuilder, capsys: pytest.CaptureFixture[str]) -> None:
+    heron_store(b)
+    before = files(b.root, LOCK_FILES)
+    code, out, err = run_cli(["gc", "--apply", "--manifest", "x.json", str(b.root)], capsys)
+    assert code == 2 and "--manifest" in err and "--revert" in err
+    assert files(b.root, LOCK_FILES) == before
 
 
 def unknown_manifest(b: StoreBuilder) -> tuple[list[str], str]:
@@ -578,9 +592,9 @@ def applied_then(setup):
     return both
 
 
-@pytest.mark.parametrize("setup", [no_manifest, unknown_manifest, applied_then(make_pending),
+@pytest.mark.parametrize("setup", [unknown_manifest, applied_then(make_pending),
                                    applied_then(make_unmigrated)],
-                         ids=["no-manifest", "unknown-manifest", "pending-migration", "unmigrated"])
+                         ids=["unknown-manifest", "pending-migration", "unmigrated"])
 def test_revert_refusals_say_why_and_change_nothing(b: StoreBuilder, setup,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     extra, message = setup(b)
