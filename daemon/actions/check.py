@@ -13,6 +13,7 @@ from ..store.limits import Limits
 from ..store.lossless import check_c4
 from ..store.paths import CATALOG, LEDGER, Layout, extra_synced_folders
 from ..store.snapshot import Snapshot, take_snapshot
+from ..store.text import shown
 from ..store.unmanaged import unmanaged_folders
 
 NEEDS_MIGRATE = "this store needs `distilld migrate` (a pre-1.2 store: no CATALOG.md); `distilld migrate` previews it"
@@ -89,7 +90,7 @@ def render_text(result: CheckResult) -> str:
             if finding.group != group:
                 continue
             marker = "-" if finding.severity == "fail" else "note:"
-            lines.append(f"    {marker} {finding.message}")
+            lines.append(f"    {marker} {shown(finding.message)}")
     lines += [f"note: {line}" for line in result.unmanaged]
     if not result.ok:
         lines.append(count_line(result))

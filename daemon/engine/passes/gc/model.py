@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ....store.text import shown
+
 
 @dataclass(frozen=True)
 class Move:
@@ -52,24 +54,24 @@ class GcPlan:
 
 def render_gc_plan(plan: GcPlan, heading: str = "gc preview (nothing changed)") -> str:
     out = [heading]
-    out += [f"note: {n}" for n in plan.notes]
+    out += [f"note: {shown(n)}" for n in plan.notes]
     out.append(f"moves: {len(plan.moves)}")
     for move in plan.moves:
-        line = (f"    - archive {move.source} -> {move.target} ({move.reason}; last activity {move.stamp}, "
+        line = (f"    - archive {shown(move.source)} -> {shown(move.target)} ({shown(move.reason)}; last activity {move.stamp}, "
                 f"{move.age_days} days, threshold {move.threshold_days})")
         if move.directives:
             line += f" [carries {move.directives} [DIRECTIVE] marker{'s' if move.directives != 1 else ''}]"
         out.append(line)
         if move.referrers:
-            out.append(f"      referred to in prose by: {', '.join(move.referrers)} "
-                       f"(readers will look in {move.target})")
+            out.append(f"      referred to in prose by: {', '.join(shown(r) for r in move.referrers)} "
+                       f"(readers will look in {shown(move.target)})")
     for status in ("exempt", "blocked", "ineligible"):
         items = plan.by_status(status)
         out.append(f"{status}: {len(items)}")
-        out += [f"    - {s.path}: {s.reason}" for s in items]
+        out += [f"    - {shown(s.path)}: {shown(s.reason)}" for s in items]
     if plan.spine_changes:
         out.append("SPINE changes:")
-        out += [f"    {c}" for c in plan.spine_changes]
+        out += [f"    {shown(c)}" for c in plan.spine_changes]
     out.append(f"SPINE: {plan.spine_lines_before} -> {plan.spine_lines_after} lines, "
                f"{plan.spine_bytes_before} -> {plan.spine_bytes_after} bytes")
     return "\n".join(out) + "\n"
