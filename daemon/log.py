@@ -265,7 +265,11 @@ def follow_lines(path: Path, poll: float = 0.5, stop: threading.Event | None = N
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Replace ``path`` with ``payload`` so readers see the old file or the new one, never a torn one."""
     data = json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
-    atomic_write(path, data.encode("utf-8"), mode=0o600)
+    try:
+        raw = data.encode("utf-8")
+    except UnicodeEncodeError:  # a file name that is not UTF-8 in a message: JSON escapes keep it readable
+        raw = (json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=True, default=str) + "\n").encode("ascii")
+    atomic_write(path, raw, mode=0o600)
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
