@@ -133,7 +133,8 @@ class Writer:
         index = self._entry_line(spine)
         if index is None or len(spine[index].encode()) > self.entry_limit - 40:
             return
-        spine[index] = spine[index] + f" Also {self.token()}."
+        words = 1 if self.entry_limit <= 400 else 5  # past the cap, grow fast enough to breach it
+        spine[index] = spine[index] + " Also " + ", ".join(self.token() for _ in range(words)) + "."
         self._replace("SPINE.md", "\n".join(spine))
 
     def edit_entry(self) -> None:
