@@ -54,9 +54,10 @@ class Writer:
     """An agent that writes without the lock: every word it adds carries a token, to be found
     again in the tree and in HEAD."""
 
-    def __init__(self, store: Path, rng: random.Random) -> None:
+    def __init__(self, store: Path, rng: random.Random, entry_limit: int = ENTRY_BYTES_LIMIT) -> None:
         self.store = store
         self.rng = rng
+        self.entry_limit = entry_limit  # above 400, entries breach the cap and the daemon compacts them
         self.tokens: list[str] = []
         self.files: list[str] = []
         self.writes = 0
@@ -130,15 +131,16 @@ class Writer:
     def lengthen_entry(self) -> None:
         spine = (self.store / "SPINE.md").read_text(encoding="utf-8").split("\n")
         index = self._entry_line(spine)
-        if index is None or len(spine[index].encode()) > ENTRY_BYTES_LIMIT - 40:
+        if index is None or len(spine[index].encode()) > self.entry_limit - 40:
             return
-        spine[index] = spine[index] + f" Also {self.token()}."
+        words = 1 if self.entry_limit <= 400 else 5  # past the cap, grow fast enough to breach it
+        spine[index] = spine[index] + " Also " + ", ".join(self.token() for _ in range(words)) + "."
         self._replace("SPINE.md", "\n".join(spine))
 
     def edit_entry(self) -> None:
         spine = (self.store / "SPINE.md").read_text(encoding="utf-8").split("\n")
         index = self._entry_line(spine)
-        if index is None or len(spine[index].encode()) > ENTRY_BYTES_LIMIT - 40 or f" {EM} " not in spine[index]:
+        if index is None or len(spine[index].encode()) > self.entry_limit - 40 or f" {EM} " not in spine[index]:
             return
         head, _, rest = spine[index].partition(f" {EM} ")
         spine[index] = f"{head} {EM} edited {self.token()}; {rest}"
@@ -254,7 +256,7 @@ def make_env(base: Path, runtime: Path) -> dict[str, str]:
 
 
 def run_trial(seed: int, base: Path, writer_seconds: float = 8.0,
-              say: Callable[[str], None] = lambda line: None) -> TrialResult:
+              say: Callable[[str], None] = lambda line: None, entry_limit: int = ENTRY_BYTES_LIMIT) -> TrialResult:
     """One trial in ``base`` (an empty folder); its result, with every problem found."""
     from distilld.actions.sync import run_init
 
@@ -269,7 +271,7 @@ def run_trial(seed: int, base: Path, writer_seconds: float = 8.0,
         problems: list[str] = []
         if wait_settled(daemon, store, SETTLE_LIMIT_SECONDS) is None:
             problems.append("the first start never settled")
-        writer = Writer(store, rng)
+        writer = Writer(store, rng, entry_limit)
         thread = threading.Thread(target=writer.run, args=(writer_seconds,))
         kills = rng.randint(1, 3)
         moments = sorted(rng.uniform(0.2, writer_seconds) for _ in range(kills))

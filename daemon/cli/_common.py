@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -261,7 +262,13 @@ def log_takeover(root: Path, owner: str, words: str) -> None:
 
 def say_waiting(root: Path, holder: str | None, age: int | None, wait: float) -> None:
     """A command told to --wait says whom it waits for, so that it does not look hung."""
-    who = f"held by {holder} for {age} s" if holder else "contended"
+    from ..engine.lock import LockLine, owner_liveness
+
+    if holder:
+        alive = owner_liveness(LockLine(holder, int(time.time()) - (age or 0))).words
+        who = f"held by {holder} for {age} s; {alive}"
+    else:
+        who = "contended"
     click.echo(f"distilld: waiting up to {wait:g} s for {root}/.lock ({who}: a distillation is running)",
                err=True)
 

@@ -124,7 +124,9 @@ def follow(env: JobEnv, trigger: str) -> PassResult:
             return _wait_later(env, state)
         held = env.take_lock("follow")
     elif state.kind is LockStateKind.ABANDONED:
-        held = env.take_lock("follow")
+        held = env.take_lock("follow") if env.block_on_lock else env.try_lock("follow")
+        if held is None:  # a distiller took it first: wait for it as for any holder
+            return _wait_later(env, env.lock_state())
     env.wants_release = False
     env.clear_waiting()
     try:

@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.lock import AcquireKind, LockState, LockStateKind, StoreLock, lock_status, takeover_words
+from ..engine.lock import (AcquireKind, AcquireResult, LockState, LockStateKind, StoreLock, lock_status,
+                           takeover_words)
 from ..errors import LockHeld, LockLost
 from ..log import ActivityLog, StatusFile, utc_stamp
 from ..policy import Policy
@@ -136,9 +137,22 @@ class JobEnv:
                 self.lock_changed.clear()
                 continue
             self.clear_waiting()
-            if result.kind is AcquireKind.TOOK_OVER:
-                self.activity.write(f"{takeover_words(result, self.policy.lock.stale_seconds)}, for {job}")
+            self._tell_taken(result, job)
             return lock
+
+    def try_lock(self, job: str) -> StoreLock | None:
+        """One attempt at the store's lock (a dead owner's is taken over); None while it is held."""
+        lock = StoreLock.from_policy(self.store, self.owner, self.policy.lock)
+        try:
+            result = lock.acquire(0)
+        except LockHeld:
+            return None
+        self._tell_taken(result, job)
+        return lock
+
+    def _tell_taken(self, result: AcquireResult, job: str) -> None:
+        if result.kind is AcquireKind.TOOK_OVER:
+            self.activity.write(f"{takeover_words(result, self.policy.lock.stale_seconds)}, for {job}")
 
     @contextmanager
     def exclusive(self, job: str) -> Iterator[None]:

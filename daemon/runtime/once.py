@@ -30,6 +30,9 @@ def run_cycle(env: JobEnv, stop: threading.Event, lock_wait_seconds: float | Non
         if stop.is_set():
             break
         results.append((job, run_job(env, job, "once")))
+    if any(result.details.get("changed") for _, result in results) and not stop.is_set():
+        # compaction or the lifecycle changed the store: check and measure it as it is now
+        results.append(("follow", run_job(env, "follow", "once:after-changes")))
     if env.unpushed and not stop.is_set() and env.settings.git.push and env.git.has_remote():
         # compaction or the lifecycle committed after the cycle's sync: push that too
         results.append(("sync", run_job(env, "sync", "once:after-commit")))

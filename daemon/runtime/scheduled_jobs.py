@@ -28,9 +28,20 @@ def lifecycle_pass(env: JobEnv, trigger: str) -> PassResult:
         moved = _report_gc(env, report)
         operation.describe(f"distilld: lifecycle archived {plural(len(moved), 'file')}", moved)
     _report_operation(env, "the lifecycle pass", operation)
+    if moved:
+        _measure_again(env, "lifecycle")
     if not report.ok:
         return PassResult(False, "self-check failed after the lifecycle pass (see `distilld gc`)")
-    return PassResult(True, f"archived {plural(len(moved), 'file')}" if moved else "nothing stale to archive")
+    return PassResult(True, f"archived {plural(len(moved), 'file')}" if moved else "nothing stale to archive",
+                      {"changed": bool(moved)})
+
+
+def _measure_again(env: JobEnv, job: str) -> None:
+    """A pass that changed the store has the follow pass check and measure it again, so that
+    status.json does not keep saying what the store was before (a breach the pass mended, say).
+    Its own writes are told to the watcher, which therefore starts nothing for them."""
+    if env.worker is not None:
+        env.worker.request("follow", f"after-{job}")
 
 
 def _report_operation(env: JobEnv, what: str, operation: OperationCommit) -> None:
@@ -74,7 +85,9 @@ def compaction(env: JobEnv, trigger: str) -> PassResult:
     for line in result.lines:
         env.activity.write(line)
     _report_operation(env, "the compaction", operation)
-    return PassResult(result.ok, result.summary)
+    if result.changed:
+        _measure_again(env, "compaction")
+    return PassResult(result.ok, result.summary, {"changed": bool(result.changed)})
 
 
 def sync(env: JobEnv, trigger: str) -> PassResult:

@@ -44,18 +44,22 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=None, help="base seed (default: random)")
     parser.add_argument("--only", type=int, default=None, help="run the one trial of this seed")
     parser.add_argument("--writer-seconds", type=float, default=8.0)
+    parser.add_argument("--entry-limit", type=int, default=390,
+                        help="how long the writer lets a SPINE entry grow, in bytes (over 400: the daemon compacts)")
     parser.add_argument("--keep", type=Path, default=None, help="keep failed trials' folders here")
     args = parser.parse_args()
     base_seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     seeds = [args.only] if args.only is not None else [base_seed + n for n in range(args.trials)]
-    print(f"daemon kill trials: {len(seeds)} trial(s), base seed {base_seed}, writer {args.writer_seconds:g} s; "
+    print(f"daemon kill trials: {len(seeds)} trial(s), base seed {base_seed}, writer {args.writer_seconds:g} s, "
+          f"entries up to {args.entry_limit} bytes; "
           f"load {load_average()}", flush=True)
     watch = Stopwatch()
     results: list[TrialResult] = []
     for seed in seeds:
         folder = Path(tempfile.mkdtemp(prefix=f"killtrial-{seed}-"))
         try:
-            result = run_trial(seed, folder, args.writer_seconds, say=lambda line: print(line, flush=True))
+            result = run_trial(seed, folder, args.writer_seconds, say=lambda line: print(line, flush=True),
+                               entry_limit=args.entry_limit)
         except Exception as error:  # a trial that crashes is a failed trial, and the run goes on
             result = TrialResult(seed, False, 0, None, [f"the trial crashed: {error!r}"])
         results.append(result)

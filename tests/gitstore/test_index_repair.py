@@ -135,3 +135,21 @@ def test_a_change_the_user_committed_last_is_never_judged_distillds(machine: Mac
     _index_back_to_the_parent(machine)  # the parent is distilld's state, but the user changed it last
     machine.write(PATH, "- something else on disk\n")
     assert repair_stale_entries(open_store(machine.root)) == []
+
+
+def test_files_distilld_added_or_removed_are_set_back_too_and_a_new_file_the_user_added_is_kept(
+        machine: Machine, git: GitCli) -> None:
+    added, removed = "projects/heron.md", "projects/kestrel.md"
+    machine.write(added, "---\nscope: Heron\n---\n\n- " + LINE)
+    os.unlink(machine.root / removed)
+    assert commit_agent_changes(open_store(machine.root), SIG, "p1", 0).commit is not None
+    repo = machine.repo()
+    parent = repo.head.peel(pygit2.Commit).parents[0].tree
+    repo.index.read(True)
+    repo.index.remove(added)  # what the index held before distilld's commit: no such file
+    repo.index.add(pygit2.IndexEntry(removed, parent[removed].id, parent[removed].filemode))
+    repo.index.write()
+    machine.write("projects/users-own.md", "- the user's new file\n")
+    git(machine.root, "add", "projects/users-own.md")
+    assert repair_stale_entries(open_store(machine.root)) == [added, removed]
+    assert set(staged(machine.repo())) == {"projects/users-own.md"}

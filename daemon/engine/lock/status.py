@@ -56,7 +56,7 @@ class LockState:
         return self.kind is LockStateKind.HELD
 
     def describe(self) -> str:
-        """`held by X for N s (process N of this machine runs)`, or `free`."""
+        """`held, by X for N s (process N of this machine runs)`, `abandoned, by ...`, or `free`."""
         if self.kind is LockStateKind.FREE:
             return "free"
         how = {LockStateKind.HELD: "held", LockStateKind.STALE: "stale (no heartbeat for the stale period)",
