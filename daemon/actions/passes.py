@@ -93,8 +93,8 @@ def locked_pass(store: Path, policy: Policy, clock: Callable[[], datetime],
     root = store.expanduser().resolve()
     require_store_folder(root)
     with store_lock_held(root, policy, wait, owner) as lock, guarded_pass(root):
+        refuse_unreadable_text(root)  # first: a ledger of binary junk is refused as it is, never cut
         torn = take_back_torn_ledger(root)
-        refuse_unreadable_text(root)
         context = PassContext(root, lock, clock, policy.limits, notes=[torn] if torn else [])
         context.take_baseline()
         yield context
