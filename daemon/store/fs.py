@@ -163,7 +163,8 @@ def _append(path: Path, chunk: bytes, durable: bool, header: bytes = b"") -> boo
     with _parent(path, create=True) as (dir_fd, name):
         _refuse_link_in_place(path, name, dir_fd)
         created = not _exists(name, dir_fd)
-        fd = _open_file(name, dir_fd, os.O_RDWR | os.O_CREAT)
+        # O_APPEND: the bytes land at the end even if another client appended meanwhile.
+        fd = _open_file(name, dir_fd, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             _refuse_hard_link(path, fd)
             size = os.fstat(fd).st_size
@@ -173,7 +174,6 @@ def _append(path: Path, chunk: bytes, durable: bool, header: bytes = b"") -> boo
             try:
                 if keep != size:
                     os.ftruncate(fd, keep)
-                os.lseek(fd, keep, os.SEEK_SET)
                 _write_all(fd, data)
                 if durable:
                     os.fsync(fd)

@@ -15,7 +15,8 @@ from distilld.actions.gc import run_gc_apply
 from distilld.actions.passes import refuse_unreadable_text
 from distilld.actions.restore import run_restore
 from distilld.cli import main as cli_main
-from distilld.errors import StoreRefused, UnsafeStore
+from distilld.engine.lock import StoreLock
+from distilld.errors import LockIOError, StoreRefused, UnsafeStore
 from distilld.policy import load_policy
 from distilld.settings import InstancePaths
 from distilld.store.paths import LEDGER
@@ -144,3 +145,23 @@ def test_a_linked_takeover_mutex_is_refused_before_the_lock_is_taken_and_nothing
     assert ".lock.takeover is a symbolic link" in err and "no lock was taken" in err
     assert not (archived / ".lock").exists() and tree(archived) == snapshot
     assert not (tmp_path / "missing").exists()
+
+
+def test_a_release_that_fails_on_the_same_full_disk_does_not_hide_which_write_failed(
+        archived: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    probe = archived.parent / "probe"
+    shutil.copytree(archived, probe)
+    with record_writes(probe) as writes:
+        run_restore(probe, "archive/projects/c.md", POLICY, clock)
+    call = next(i for i, w in enumerate(writes) if w.path == LEDGER)
+    real_release = StoreLock.release
+
+    def full_disk_release(lock: StoreLock) -> None:
+        real_release(lock)
+        raise LockIOError(f"{archived}/.status: cannot write idle (the lock was released) (No space left on device)")
+
+    monkeypatch.setattr(StoreLock, "release", full_disk_release)
+    with full_disk_at(call, 10), pytest.raises(OSError) as failed:
+        run_restore(archived, "archive/projects/c.md", POLICY, clock)
+    assert failed.value.filename == str(archived.resolve() / LEDGER)
+    assert not (archived / ".lock").exists()

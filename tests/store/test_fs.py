@@ -313,3 +313,39 @@ def test_a_source_swapped_for_a_link_after_its_check_moves_the_link_never_its_ta
         fs.move_exact(source, target)
     assert target.is_symlink() and os.readlink(target) == str(outside)
     assert outside.stat().st_nlink == 1 and outside.read_bytes() == b"not the store's\n"
+
+
+def test_an_append_cut_short_by_a_full_disk_is_taken_back_and_names_the_file(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = store / "archive/LEDGER.md"
+    with fs.confined_to(store):
+        fs.append_line(ledger, "- first", header="# Ledger\n\n")
+        before = ledger.read_bytes()
+        calls = iter([5])  # the disk takes 5 bytes, then it is full
+
+        def full_disk(fd: int, data: memoryview) -> int:
+            size = next(calls, None)
+            if size is None:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return os.write(fd, data[:size])
+
+        monkeypatch.setattr(fs, "_write_some", full_disk)
+        with pytest.raises(OSError) as failed:
+            fs.append_line(ledger, "- second, a long line that the disk cuts")
+        assert ledger.read_bytes() == before
+        assert failed.value.filename == str(ledger) and failed.value.errno == errno.ENOSPC
+        assert "taken back, so the file is as it was" in str(failed.value)
+        with pytest.raises(OSError):
+            fs.append_line(store / "archive/NEW.md", "- x", header="# New\n")
+        assert not (store / "archive/NEW.md").exists()  # a file the failed append made goes again
+
+
+def test_a_file_with_another_name_is_never_appended_in_place(store: Path, tmp_path: Path) -> None:
+    ledger = store / "archive/LEDGER.md"
+    with fs.confined_to(store):
+        fs.append_line(ledger, "- first", header="# Ledger\n\n")
+    os.link(ledger, tmp_path / "other-name.md")
+    with fs.confined_to(store), pytest.raises(fs.HardLinked) as refused:
+        fs.append_line(ledger, "- second")
+    assert refused.value.filename == str(ledger) and "it has 2 hard links" in str(refused.value)
+    assert (tmp_path / "other-name.md").read_bytes() == b"# Ledger\n\n- first\n"
