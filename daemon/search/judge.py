@@ -19,7 +19,7 @@ from .query import (
     NEGLIGIBLE_IDF,
     Hit,
     Terms,
-    _doc_count,
+    doc_count,
     fused,
     idf,
     match_expression,
@@ -97,19 +97,21 @@ def search(conn: sqlite3.Connection, terms: Terms, k: int, archived: bool,
 
     A ``task`` (bundle) is prose: its words that no file holds are left out of the weighing,
     a file needs a third of the rest, and at least one rare word's weight."""
-    weight = weights(conn, terms)
+    total_docs = doc_count(conn)
+    weight = weights(conn, terms, total_docs)
     if task:
-        absent = idf(_doc_count(conn), 0)
+        absent = idf(total_docs, 0)
         weight = {w: v for w, v in weight.items() if v < absent} or weight
     needed = MIN_COVERAGE_TASK if task else MIN_COVERAGE
-    rare_weight = rare_mass(conn)
+    rare_weight = rare_mass(total_docs)
     floor = min(rare_weight, sum(weight.values()))
     rare = tuple(w for w in terms.words if weight.get(w, 0.0) >= rare_weight)
     telling = Terms(tuple(w for w in terms.words if weight.get(w, 0.0) >= NEGLIGIBLE_IDF), False)
-    hits = []
-    for doc_id, score in fused(conn, terms, archived, rare, telling if telling.words else None)[: k + JUDGED_BEYOND_K]:
-        path, status = conn.execute("SELECT path, status FROM docs WHERE id = ?", (doc_id,)).fetchone()
-        hits.append(Hit(doc_id, str(path), str(status), score))
+    ranked = fused(conn, terms, archived, rare, telling if telling.words else None)[: k + JUDGED_BEYOND_K]
+    marks = ",".join("?" * len(ranked))
+    known = {int(i): (str(p), str(st)) for i, p, st in
+             conn.execute(f"SELECT id, path, status FROM docs WHERE id IN ({marks})", [i for i, _ in ranked])}
+    hits = [Hit(doc_id, *known[doc_id], score) for doc_id, score in ranked]
     if hits:
         with_families(conn, hits, terms)
     total = sum(weight.values()) or 1.0

@@ -128,13 +128,12 @@ def fused(conn: sqlite3.Connection, terms: Terms, archived: bool, rare: tuple[st
     return sorted(scores.items(), key=lambda item: -item[1])
 
 
-def _doc_count(conn: sqlite3.Connection) -> int:
+def doc_count(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM docs").fetchone()[0]) or 1
 
 
-def weights(conn: sqlite3.Connection, terms: Terms) -> dict[str, float]:
+def weights(conn: sqlite3.Connection, terms: Terms, total: int) -> dict[str, float]:
     """Each word's IDF in this store (BM25's formula), from the index's own counts."""
-    total = _doc_count(conn)
     found: dict[str, float] = {}
     for word in terms.words:
         counts = [conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (word,)).fetchone()
@@ -148,6 +147,5 @@ def idf(total: int, df: int) -> float:
     return math.log((total - df + 0.5) / (df + 0.5) + 1.0)
 
 
-def rare_mass(conn: sqlite3.Connection) -> float:
-    total = _doc_count(conn)
+def rare_mass(total: int) -> float:
     return idf(total, max(1, total // RARE_SHARE))
