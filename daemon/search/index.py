@@ -43,6 +43,7 @@ CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, status TEXT
     archived_on TEXT NOT NULL, pinned INTEGER NOT NULL, read_with TEXT NOT NULL,
     binding TEXT NOT NULL, tokens INTEGER NOT NULL, sha TEXT NOT NULL,
     split_from TEXT NOT NULL DEFAULT '', family TEXT NOT NULL DEFAULT '');
+CREATE INDEX docs_family ON docs(family);
 CREATE VIRTUAL TABLE body_fts USING fts5({", ".join(BODY_COLUMNS)}, tokenize='{TOKENIZER}');
 CREATE VIRTUAL TABLE spine_fts USING fts5({", ".join(SPINE_COLUMNS)}, tokenize='{TOKENIZER}');
 CREATE VIRTUAL TABLE body_vocab USING fts5vocab(body_fts, 'row');
