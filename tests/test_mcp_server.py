@@ -145,3 +145,23 @@ def test_a_real_serve_process_over_stdio(tmp_path: Path, distilld_dirs: dict[str
             assert (await call(client, "search_knowledge", {"query": "narwhal"}))["found"]
 
     anyio.run(run)
+
+
+def test_overlapping_calls_get_whole_answers(tmp_path: Path) -> None:
+    store = healthy_store(tmp_path / "store").root
+    queries = ["schema registry", "canary soak", "legal hold", "emoji commit", "zebra quantum"] * 8
+
+    async def run() -> None:
+        async with Client(build_server(store)) as client:
+            expected = {q: await call(client, "search_knowledge", {"query": q}) for q in set(queries)}
+            results: dict[int, dict[str, Any]] = {}
+
+            async def one(i: int, query: str) -> None:
+                results[i] = await call(client, "search_knowledge", {"query": query})
+
+            async with anyio.create_task_group() as group:
+                for i, query in enumerate(queries):
+                    group.start_soon(one, i, query)
+            assert all(results[i] == expected[q] for i, q in enumerate(queries))
+
+    anyio.run(run)

@@ -83,29 +83,28 @@ def _scan(root: Path) -> list[tuple[str, int, int, int, int]]:
     return found
 
 
-def folder_stamps(root: Path) -> tuple[tuple[str, int, int], ...]:
-    """(folder, mtime_ns, inode) of the store root, the knowledge folders and everything under
-    them, plus SPINE.md's and CATALOG.md's own stamps: what a file added, removed, renamed or
-    atomically saved anywhere, or an edit of the index files, changes."""
-    found: list[tuple[str, int, int]] = []
+def folders_of(stamps: dict[str, Stamp]) -> tuple[str, ...]:
+    """The folders a scan found knowledge files in, every parent up to the store root, and the
+    knowledge folders themselves (a new subfolder moves its parent's stamp)."""
+    found = {"", *KNOWLEDGE_TOPS}
+    for path in stamps:
+        parts = path.split("/")[:-1]
+        found.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return tuple(sorted(found))
+
+
+def folder_stamps(root: Path, folders: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    """(mtime + ctime + size, inode) of each folder, and of SPINE.md and CATALOG.md: what a file
+    added, removed, renamed or atomically saved in one of them, or an edit of those two, moves.
+    A few stats, not one per file."""
     base = os.path.join(root, "")
-    for name in ("", SPINE, CATALOG):
+    found: list[tuple[int, int]] = []
+    for name in (*folders, SPINE, CATALOG):
         try:
             info = os.lstat(base + name)
-            found.append((name, info.st_mtime_ns + info.st_ctime_ns + info.st_size, info.st_ino))
+            found.append((info.st_mtime_ns + info.st_ctime_ns + info.st_size, info.st_ino))
         except OSError:
-            found.append((name, 0, 0))
-    pending = [top for top in KNOWLEDGE_TOPS if not os.path.islink(base + top)]
-    while pending:
-        relative = pending.pop()
-        try:
-            info = os.lstat(base + relative)
-            with os.scandir(base + relative) as entries:
-                pending.extend(f"{relative}/{e.name}" for e in entries
-                               if e.name[0] != "." and e.is_dir(follow_symlinks=False))
-        except OSError:
-            continue
-        found.append((relative, info.st_mtime_ns, info.st_ino))
+            found.append((0, 0))
     return tuple(found)
 
 

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import sqlite3
+from functools import cached_property
 from pathlib import Path
 
 from ..store.paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, TIERS
@@ -42,6 +43,7 @@ CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, status TEXT
     archived_on TEXT NOT NULL, pinned INTEGER NOT NULL, read_with TEXT NOT NULL,
     binding TEXT NOT NULL, tokens INTEGER NOT NULL, sha TEXT NOT NULL,
     split_from TEXT NOT NULL DEFAULT '', family TEXT NOT NULL DEFAULT '');
+CREATE INDEX docs_family ON docs(family);
 CREATE VIRTUAL TABLE body_fts USING fts5({", ".join(BODY_COLUMNS)}, tokenize='{TOKENIZER}');
 CREATE VIRTUAL TABLE spine_fts USING fts5({", ".join(SPINE_COLUMNS)}, tokenize='{TOKENIZER}');
 CREATE VIRTUAL TABLE body_vocab USING fts5vocab(body_fts, 'row');
@@ -164,38 +166,53 @@ def _reindex(conn: sqlite3.Connection, root: Path, read: _Reader, changed: set[s
     for path in changed:
         if path.startswith(EVIDENCE_PREFIX):
             targets.update(p for p in docs_of_evidence(path) if p in present)
-    spine = spine_lines_by_path(read(SPINE) if SPINE in present else None)
-    catalog = catalog_rows(read(CATALOG) if CATALOG in present else None)
-    shas = {str(p): str(h) for p, h in conn.execute("SELECT path, sha FROM files")}
-    count = 0
+    index_files_changed = bool({SPINE, CATALOG} & changed)
+    lookups = _Lookups(read, present)
+    count, families_moved = 0, False
     for path in sorted(targets):
         raw = read(path) if path in present else None
+        old = conn.execute("SELECT spine_line, catalog_row, split_from FROM docs WHERE path = ?", (path,)).fetchone()
         if raw is None:
             _delete_doc(conn, path)
+            families_moved = True
             continue
+        sha = conn.execute("SELECT sha FROM files WHERE path = ?", (path,)).fetchone()[0]
         twin = EVIDENCE_PREFIX + (path[len(ARCHIVE_PREFIX):] if path.startswith(ARCHIVE_PREFIX) else path)
         evidence = read(twin) if twin in present else None
-        row = catalog.row_for(path) if catalog is not None else None
-        _write_doc(conn, make_doc(path, raw, evidence, spine.get(path, ""), row or ""), shas[path])
+        if old is not None and not index_files_changed:  # its SPINE line and catalog row are as indexed
+            line, row = str(old[0]), str(old[1])
+        else:
+            line, row = lookups.spine_line(path), lookups.catalog_row(path)
+        doc = make_doc(path, raw, evidence, line, row)
+        _write_doc(conn, doc, str(sha))
+        families_moved = families_moved or old is None or str(old[2]) != doc.split_from
         count += 1
-    if {SPINE, CATALOG} & changed:  # SPINE lines and catalog rows may have moved for any file
-        _respine(conn, spine, catalog, targets)
-    if targets:
+    if index_files_changed:  # SPINE lines and catalog rows may have moved for any file
+        _respine(conn, lookups.spine, lookups.catalog, targets)
+    if families_moved:
         _set_families(conn)
     return count
 
 
-def _set_families(conn: sqlite3.Connection) -> None:
-    """Each file's split family (the file its split_from chain starts at): a split child
-    continues its parent, so a query is judged against the family's words together."""
-    parent = {str(p): str(s) for p, s in conn.execute("SELECT path, split_from FROM docs")}
-    for path, old in conn.execute("SELECT path, family FROM docs").fetchall():
-        root, seen = path, {path}
-        while parent.get(root) and parent[root] in parent and parent[root] not in seen:
-            root = parent[root]
-            seen.add(root)
-        if root != old:
-            conn.execute("UPDATE docs SET family = ? WHERE path = ?", (root, path))
+class _Lookups:
+    """SPINE.md and CATALOG.md, parsed only when a file's line or row must be looked up."""
+
+    def __init__(self, read: _Reader, present: set[str]) -> None:
+        self._read, self._present = read, present
+
+    @cached_property
+    def spine(self) -> dict[str, str]:
+        return spine_lines_by_path(self._read(SPINE) if SPINE in self._present else None)
+
+    @cached_property
+    def catalog(self) -> Catalog | None:
+        return catalog_rows(self._read(CATALOG) if CATALOG in self._present else None)
+
+    def spine_line(self, path: str) -> str:
+        return self.spine.get(path, "")
+
+    def catalog_row(self, path: str) -> str:
+        return (self.catalog.row_for(path) if self.catalog is not None else None) or ""
 
 
 def _respine(conn: sqlite3.Connection, spine: dict[str, str], catalog: Catalog | None, done: set[str]) -> None:
@@ -225,3 +242,16 @@ def _stamp_meta(conn: sqlite3.Connection, state: StoreState) -> None:
     values = {"stamps_key": state.stamps_key, "head": state.head, "digest": digest,
               "fingerprint": fingerprint_of(state.head, digest)}
     conn.executemany("UPDATE meta SET value = ? WHERE key = ?", [(v, k) for k, v in values.items()])
+
+
+def _set_families(conn: sqlite3.Connection) -> None:
+    """Each file's split family (the file its split_from chain starts at): a split child
+    continues its parent, so a query is judged against the family's words together."""
+    parent = {str(p): str(s) for p, s in conn.execute("SELECT path, split_from FROM docs")}
+    for path, old in conn.execute("SELECT path, family FROM docs").fetchall():
+        root, seen = path, {path}
+        while parent.get(root) and parent[root] in parent and parent[root] not in seen:
+            root = parent[root]
+            seen.add(root)
+        if root != old:
+            conn.execute("UPDATE docs SET family = ? WHERE path = ?", (root, path))

@@ -29,11 +29,11 @@ BODY_WEIGHT, SPINE_WEIGHT = 1.0, 0.6
 BODY_BM25 = (4.0, 2.0, 1.0, 0.5, 0.5)  # title, headings, body, index detail, evidence
 SPINE_BM25 = (1.0, 0.6)  # SPINE line, catalog hook
 JUDGED_BEYOND_K = 10  # candidates past k looked at before the answer is "nothing more"
-DEPTH = 100  # how deep each ranking is read before fusion
+DEPTH = 50  # how deep each ranking is read before fusion
 MIN_COVERAGE = 0.5
 MIN_COVERAGE_TASK = 1 / 3
 COVERAGE_STEP = 0.1
-NEGLIGIBLE_IDF = 0.05  # words nearly every file holds: left out of the rankings (they rank nothing)
+NEGLIGIBLE_IDF = 0.5  # words nearly every file holds: left out of the rankings (they rank nothing)
 RARE_SHARE = 8  # "a word held by fewer than one file in eight"
 TOKEN_RE = re.compile(r"[^\W_]+")
 MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
@@ -128,26 +128,28 @@ def fused(conn: sqlite3.Connection, terms: Terms, archived: bool, rare: tuple[st
     return sorted(scores.items(), key=lambda item: -item[1])
 
 
-def _doc_count(conn: sqlite3.Connection) -> int:
+def doc_count(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM docs").fetchone()[0]) or 1
 
 
-def weights(conn: sqlite3.Connection, terms: Terms) -> dict[str, float]:
-    """Each word's IDF in this store (BM25's formula), from the index's own counts."""
-    total = _doc_count(conn)
-    found: dict[str, float] = {}
+def frequencies(conn: sqlite3.Connection, terms: Terms) -> dict[str, int]:
+    """How many files hold each word (in their text or their SPINE line), from the index's counts."""
+    found: dict[str, int] = {}
     for word in terms.words:
         counts = [conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (word,)).fetchone()
                   for vocab in ("body_vocab", "spine_vocab")]
-        df = max((int(c[0]) for c in counts if c is not None), default=0)
-        found[word] = idf(total, df)
+        found[word] = max((int(c[0]) for c in counts if c is not None), default=0)
     return found
+
+
+def weights(df: dict[str, int], total: int) -> dict[str, float]:
+    """Each word's IDF in this store (BM25's formula)."""
+    return {word: idf(total, count) for word, count in df.items()}
 
 
 def idf(total: int, df: int) -> float:
     return math.log((total - df + 0.5) / (df + 0.5) + 1.0)
 
 
-def rare_mass(conn: sqlite3.Connection) -> float:
-    total = _doc_count(conn)
+def rare_mass(total: int) -> float:
     return idf(total, max(1, total // RARE_SHARE))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import DistilldError
 from ..locations import instance_key, state_dir
-from .fingerprint import StoreState, folder_stamps, store_state
+from .fingerprint import StoreState, folder_stamps, folders_of, store_state
 from .index import SCHEMA, create_schema, read_meta, update_index
 
 INDEX_NAME = "search.sqlite3"
@@ -63,7 +63,8 @@ class SearchIndex:
         self.recheck_after = recheck_after
         self._last: Current | None = None
         self._checked_at = 0.0
-        self._folders: tuple[tuple[str, int, int], ...] = ()
+        self._folders: tuple[tuple[int, int], ...] = ()
+        self._folder_names: tuple[str, ...] = ()
 
     def close(self) -> None:
         if self._conn is not None:
@@ -128,11 +129,11 @@ class SearchIndex:
         and SPINE.md's and CATALOG.md's are checked (every add, removal, rename or atomic save
         moves one), and an edit in place of a tier file is seen within ``recheck_after``."""
         if self._last is not None and time.monotonic() - self._checked_at < self.recheck_after \
-                and self._same_file() and folder_stamps(self.root) == self._folders \
+                and self._same_file() and folder_stamps(self.root, self._folder_names) == self._folders \
                 and self._unchanged_meta(self._last):
             return self._last
         for _ in range(ATTEMPTS):
-            folders = folder_stamps(self.root) if self.recheck_after else ()
+            folders = folder_stamps(self.root, self._folder_names) if self.recheck_after else ()
             state = store_state(self.root)
             try:
                 conn = self._open()
@@ -144,6 +145,10 @@ class SearchIndex:
                 continue
             if meta.get("stamps_key") == state.stamps_key:
                 self._last = Current(conn, meta["fingerprint"], meta["head"], state)
+                if self.recheck_after:
+                    names = folders_of(state.stamps)
+                    if names != self._folder_names:  # new folders: their stamps as of this scan
+                        self._folder_names, folders = names, folder_stamps(self.root, names)
                 self._checked_at, self._folders = time.monotonic(), folders
                 return self._last
         raise StoreChanging(f"{self.root}: the store kept changing while its index was brought up to date; "
