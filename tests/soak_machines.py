@@ -43,6 +43,8 @@ class SoakFigures:
     refusals: int = 0  # passes refused while the user's markers stood
     share_first: float = 0.0
     share_last: float = 0.0
+    hook_bytes: int = 0  # hook words the store began with over the cap, and every word writers added to hooks
+    detail_bytes: int = 0  # Index-detail hook bytes at the end
     identical: bool = False
     problems: list[str] = field(default_factory=list)
 
@@ -55,6 +57,8 @@ class SoakFigures:
                 f"pointers on duplicate entries: {self.duplicate_entries}",
                 f"duplicated Index-detail blocks: {self.duplicate_details}",
                 f"Index-detail share of the store: {self.share_first:.1%} -> {self.share_last:.1%}",
+                f"Index-detail bytes per hook byte written: {self.detail_bytes} / {self.hook_bytes} = "
+                f"{self.detail_bytes / max(self.hook_bytes, 1):.2f}",
                 f"both clones byte-identical: {'yes' if self.identical else 'NO'}",
                 *[f"problem: {p}" for p in self.problems]]
 
@@ -87,11 +91,13 @@ def _hook_lines(raw: bytes) -> list[str]:
     return [line for line in index_detail_text(raw).split("\n") if line.strip() and not line.startswith(("- ", "  "))]
 
 
+def detail_bytes(files: dict[str, bytes]) -> int:
+    return sum(len(line.encode()) + 1 for raw in _knowledge(files).values() for line in _hook_lines(raw))
+
+
 def detail_share(files: dict[str, bytes]) -> float:
-    knowledge = _knowledge(files)
-    total = sum(len(raw) for raw in knowledge.values())
-    detail = sum(len(line.encode()) + 1 for raw in knowledge.values() for line in _hook_lines(raw))
-    return detail / total if total else 0.0
+    total = sum(len(raw) for raw in _knowledge(files).values())
+    return detail_bytes(files) / total if total else 0.0
 
 
 def duplicated_details(files: dict[str, bytes]) -> int:
@@ -146,6 +152,9 @@ class Soak:
         self.marker_round = max(1, rounds // 3)
         self.fix_round = self.marker_round + 2
         self.counter = 0
+        start = Spine(self.a.read(SPINE))
+        self.figures.hook_bytes = sum(len(e.hook.encode()) for e in start.entries
+                                      if e.byte_len > self.a.policy.limits.spine.entry_max_bytes)
 
     def note(self, machine: Machine, round_number: int) -> str:
         self.counter += 1
@@ -171,6 +180,7 @@ class Soak:
                        and line.index(f"(projects/{name}.md)") < 80), None)
             if at is None:
                 return
+            self.figures.hook_bytes += len(extra.encode())
             lines[at] = lines[at].replace(f" Read when working on {name}.", "") + extra + f" Read when working on {name}."
             machine.write(SPINE, "\n".join(lines))
         else:
@@ -188,15 +198,18 @@ class Soak:
 
     def user_commits_markers(self, machine: Machine) -> None:
         spine = machine.read(SPINE).decode()
-        block = ("<<<<<<< HEAD\n- [Heron](projects/heron.md) " + EM + " heron, the user's side.\n=======\n"
-                 "- [Heron](projects/heron.md) " + EM + " heron, their side.\n>>>>>>> origin/main\n")
+        # Two versions of a long entry, as `git merge` leaves them: a pass would cut them, and the
+        # "=======" line (a continuation of the entry above it) would go to Index detail with the hook.
+        long = ", ".join(f"heron {w} rules" for w in HOOK_WORDS) * 2
+        block = ("<<<<<<< HEAD\n- [Heron](projects/heron.md) " + EM + f" heron, the user's side: {long}.\n=======\n"
+                 "- [Heron](projects/heron.md) " + EM + f" heron, their side: {long}.\n>>>>>>> origin/main\n")
         machine.write(SPINE, spine.replace("\n## Feedback", "\n" + block + "\n## Feedback", 1))
         self.git(machine.root, "commit", "-qam", "user: merge by hand")
 
     def user_resolves(self, machine: Machine) -> None:
         spine = machine.read(SPINE).decode()
         kept = [line for line in spine.split("\n") if not conflict_marker_lines(line.encode())
-                and line not in ("=======",) and "heron, the user's side." not in line and "heron, their side." not in line]
+                and line not in ("=======",) and "heron, the user's side" not in line and "heron, their side" not in line]
         machine.write(SPINE, "\n".join(kept))
         self.git(machine.root, "commit", "-qam", "user: conflict resolved")
 
@@ -251,5 +264,6 @@ class Soak:
         figures.duplicate_entries = len(doubled_pointers(Spine(b_files[SPINE])))
         figures.duplicate_details = duplicated_details(b_files)
         figures.share_last = detail_share(b_files)
+        figures.detail_bytes = detail_bytes(b_files)
         figures.commits, figures.merges = history(self.origin)
         return figures

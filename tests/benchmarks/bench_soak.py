@@ -13,6 +13,11 @@ duplicate entries, duplicated Index-detail blocks, the share of Index detail in 
 byte-identical; then the CPU (user+sys) and wall time of the whole soak. Exit 1 when a figure
 that must be zero is not, or the clones differ.
 
+``--baseline`` first runs the same soak (same seed) with issue 23's soak rules switched off in
+this process: no refusal of conflict-marker lines, no merge of doubled SPINE entries, and
+compaction appending every cut hook and cutting re-cut entries back to the cap only. The two
+sets of figures are printed one after the other.
+
 git and libgit2 read no configuration from this machine (an empty HOME, GIT_CONFIG_NOSYSTEM).
 """
 
@@ -22,6 +27,8 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -37,7 +44,32 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20, help="rounds; each machine writes, compacts and syncs once a round")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--baseline", action="store_true", help="run it first with the soak rules off")
     args = parser.parse_args()
+    if args.baseline:
+        with rules_off():
+            soak_once(args.rounds, args.seed, "without the soak rules (baseline)")
+    return soak_once(args.rounds, args.seed, "with the soak rules")
+
+
+@contextmanager
+def rules_off() -> Iterator[None]:
+    import distilld.actions.passes as passes
+    import distilld.engine.passes.compaction.plan as plan
+    from distilld.store.merge import _Merger
+
+    saved = (passes.refuse_conflict_markers, plan.hooks_not_held, plan.was_cut_before, _Merger.doubled_entries)
+    passes.refuse_conflict_markers = lambda root: None
+    plan.hooks_not_held = lambda files, target, hooks: hooks
+    plan.was_cut_before = lambda files, target, hook: False
+    _Merger.doubled_entries = lambda self, limits: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        passes.refuse_conflict_markers, plan.hooks_not_held, plan.was_cut_before, _Merger.doubled_entries = saved
+
+
+def soak_once(rounds: int, seed: int, title: str) -> int:
     with tempfile.TemporaryDirectory(prefix="distilld-soak-") as scratch:
         base = Path(scratch)
         home = base / "home"
@@ -52,10 +84,10 @@ def main() -> int:
         user_home = base / "user-home"
         user_home.mkdir()
         watch = Stopwatch()
-        soak = Soak(base, Origin.create(base / "origin.git"), GitCli(user_home), args.rounds, args.seed)
+        soak = Soak(base, Origin.create(base / "origin.git"), GitCli(user_home), rounds, seed)
         figures = soak.run()
         took = watch.sample()
-    print(f"two-machine soak (load average {load_average()})")
+    print(f"two-machine soak, {title} ({load_average()})")
     for line in figures.lines():
         print(f"    {line}")
     print(f"    time: {took.cpu:.1f} s CPU, {took.wall:.1f} s wall")
