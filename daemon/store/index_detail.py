@@ -3,27 +3,20 @@
 A hook is appended only when its words are not there already: an entry cut again after it was
 lengthened, or cut on two machines and merged, would otherwise add the same words once per
 pass, and Index detail would grow without end. "There" is every Index detail section of the
-target and of its split children (a split can carry the section into ``<name>-2.md``),
-compared with runs of whitespace as one space, a trailing ellipsis ignored. Pure: asked by the
-compaction plan and by the sync merge.
+target and of its split children (a split can carry the section into ``<name>-2.md``), and
+"held" means the whole hook verbatim, as C4 looks for it (a hook never holds a newline). Pure:
+asked by the compaction plan and by the sync merge.
 """
 
 from __future__ import annotations
 
-import re
-
 from .text import decode
 
-_SPACES = re.compile(r"\s+")
 _HEADING = "## Index detail"
 
 
-def _flat(text: str) -> str:
-    return _SPACES.sub(" ", text).strip()
-
-
 def index_detail_text(raw: bytes) -> str:
-    """The text of every ``## Index detail`` section of a file, flattened to one line."""
+    """The text of every ``## Index detail`` section of a file, one line per line."""
     held: list[str] = []
     inside = False
     for line in decode(raw).splitlines():
@@ -32,7 +25,7 @@ def index_detail_text(raw: bytes) -> str:
             continue
         if inside:
             held.append(line)
-    return _flat(" ".join(held))
+    return "\n".join(line.rstrip("\r") for line in held)
 
 
 def _family(files: dict[str, bytes], target: str) -> list[str]:
@@ -45,11 +38,24 @@ def _family(files: dict[str, bytes], target: str) -> list[str]:
 def hooks_not_held(files: dict[str, bytes], target: str, hooks: list[str]) -> list[str]:
     """``hooks`` less those whose words the target's Index detail (or a split child's) holds,
     and less repeats among themselves; their order kept."""
-    held = " ".join(index_detail_text(files[p]) for p in _family(files, target) if p in files)
+    held = "\n".join(index_detail_text(files[p]) for p in _family(files, target) if p in files)
     wanted: list[str] = []
     for hook in hooks:
-        words = _flat(hook).rstrip("…").rstrip()
-        if words and (words in held or any(words in _flat(w) for w in wanted)):
+        words = hook.strip()
+        if words and (words in held or any(words in w for w in wanted)):
             continue
         wanted.append(hook)
     return wanted
+
+
+CUT_START_BYTES = 60  # how much of a hook's start marks an earlier cut of the same entry
+
+
+def was_cut_before(files: dict[str, bytes], target: str, hook: str) -> bool:
+    """Does the target's Index detail (or a split child's) hold an earlier hook of this entry:
+    one that starts as this hook starts (a cut keeps a hook's start)?"""
+    start = hook.strip().encode()[:CUT_START_BYTES].decode("utf-8", "ignore")
+    if len(start) < CUT_START_BYTES // 2:
+        return False
+    return any(line.startswith(start) for p in _family(files, target) if p in files
+               for line in index_detail_text(files[p]).split("\n"))

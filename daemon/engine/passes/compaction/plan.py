@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ....store.limits import Limits
-from ....store.index_detail import hooks_not_held
+from ....store.index_detail import hooks_not_held, was_cut_before
 from ....store.paths import SPINE, TIERS, contained, is_nested_archive
 from ....store.spine import Pointer, Spine
 from ....store.split import Limit, split_knowledge_file
@@ -321,7 +321,11 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
 
     _relieve_crowded(model, parent_of, limits.spine.entry_max_bytes, limits.spine.hook_floor,
                      continuation_hook_of, floor)
-    compactor = SpineCompactor(model, limits.spine, detail_target, parent_of)
+    def cut_before(entry: Entry) -> bool:
+        target = detail_target(entry)
+        return target is not None and was_cut_before(tree.files, target, entry.original_hook)
+
+    compactor = SpineCompactor(model, limits.spine, detail_target, parent_of, cut_before)
     return model, compactor.run(floor)
 
 

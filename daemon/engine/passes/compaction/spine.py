@@ -125,8 +125,13 @@ def _tier_of(entry: Entry) -> str | None:
 
 class SpineCompactor:
     def __init__(self, model: SpineModel, limits: SpineLimits, detail_target: Callable[[Entry], str | None],
-                 is_split_child_of: Callable[[str], str | None]) -> None:
+                 is_split_child_of: Callable[[str], str | None],
+                 cut_before: Callable[[Entry], bool] = lambda entry: False) -> None:
         self.model = model
+        # An entry cut before (its target's Index detail holds its start) and over the level
+        # again is cut to the entry target: room to grow, or every few words a writer adds
+        # would append its whole hook to Index detail once more.
+        self.cut_before = cut_before
         self.limits = limits
         self.parent_of = is_split_child_of
         self.movable: list[Entry] = []
@@ -145,7 +150,7 @@ class SpineCompactor:
             entry.text, entry.limit = None, None
             if natural[entry.key] <= level:
                 continue
-            limit = max(level, floor_of(entry, self.floor))
+            limit = max(self._level_of(entry, level), floor_of(entry, self.floor))
             text = cache.get((entry.key, limit))
             if text is None:
                 text = cache[(entry.key, limit)] = rewrite(entry, limit, self.model.pinned, self.model.common,
@@ -153,6 +158,9 @@ class SpineCompactor:
             if byte_len(text) < natural[entry.key]:
                 entry.text, entry.limit = text, limit
         return self.model.size
+
+    def _level_of(self, entry: Entry, level: int) -> int:
+        return min(level, self.limits.entry_target_bytes) if self.cut_before(entry) else level
 
     def shorten(self) -> None:
         limits = self.limits
@@ -178,7 +186,7 @@ class SpineCompactor:
 
     def _refit(self, entry: Entry) -> None:
         if entry.size > self.level and entry.detail_target is not None:
-            entry.limit = max(self.level, floor_of(entry, self.floor))
+            entry.limit = max(self._level_of(entry, self.level), floor_of(entry, self.floor))
             entry.text = rewrite(entry, entry.limit, self.model.pinned, self.model.common,
                                  self.model.terms_of(entry.paths))
             entry.cut = entry.cut or rtrim(hook_of_entry(entry.text)) != entry.hook

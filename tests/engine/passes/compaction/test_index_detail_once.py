@@ -53,9 +53,38 @@ def test_an_entry_cut_twice_leaves_its_words_in_index_detail_once(tmp_path: Path
 
 
 def test_new_words_are_still_appended_and_repeats_among_new_hooks_dropped() -> None:
-    files = {"projects/k.md": b"# K\n\n## Index detail (moved from SPINE 2026-11-01)\n\nold words,\n  wrapped here.\n",
+    """Held means verbatim, as C4 looks for a hook: a wrapped copy does not count."""
+    files = {"projects/k.md": b"# K\n\n## Index detail (moved from SPINE 2026-11-01)\n\nold words, here.\n"
+                              b"wrapped,\n  words.\n",
              "projects/k-2.md": b"## Index detail (moved from SPINE 2026-11-02)\n\nchild words\n",
              "projects/other.md": b"## Index detail (moved from SPINE 2026-11-02)\n\nfresh words\n"}
-    assert index_detail_text(files["projects/k.md"]) == "old words, wrapped here."
-    assert hooks_not_held(files, "projects/k.md", ["old words, wrapped here.", "old words, wrapped…",
-                                                   "child words", "fresh words", "fresh words"]) == ["fresh words"]
+    assert index_detail_text(files["projects/k.md"]) == "\nold words, here.\nwrapped,\n  words."
+    assert hooks_not_held(files, "projects/k.md", ["old words, here.", "old words", "wrapped, words.",
+                                                   "child words", "fresh words", "fresh words"]) == [
+        "wrapped, words.", "fresh words"]
+
+
+def test_an_entry_cut_before_is_cut_to_the_entry_target_so_new_words_do_not_resend_its_hook(tmp_path: Path) -> None:
+    """The soak's Index-detail growth: an entry cut to the cap and lengthened by a few words is
+    over the cap again at once, and each cut appends its whole hook. Cut again, it goes to the
+    entry target, so the next few words fit without a cut."""
+    b = healthy_store(tmp_path / "store")
+    b.write("SPINE.md", b.read("SPINE.md").decode().replace(KESTREL_ENTRY, LONG_ENTRY))
+    b.rebuild_catalog()
+    assert run_compaction(b.root, POLICY, lambda: FIXED_NOW).ok
+
+    def lengthened(words: str) -> None:
+        entry = next(line for line in (b.root / "SPINE.md").read_text().splitlines() if "(projects/kestrel.md)" in line)
+        with_spine_entry(b.root, entry.replace(" Read when", f" {words}. Read when") if " Read when" in entry
+                         else entry + f" {words}.")
+
+    lengthened("the backfill job needs the registry lock first, and the quota owner signs off every replay")
+    assert run_compaction(b.root, POLICY, lambda: FIXED_NOW).ok
+    entry = next(line for line in (b.root / "SPINE.md").read_text().splitlines() if "(projects/kestrel.md)" in line)
+    assert len(entry.encode()) <= POLICY.limits.spine.entry_target_bytes + 40, entry
+    assert detail_sections(b.root) == 2
+    lengthened("late rows wait a day")
+
+    third = run_compaction(b.root, POLICY, lambda: FIXED_NOW)
+
+    assert third.ok and detail_sections(b.root) == 2  # room to grow: no cut, no third copy
