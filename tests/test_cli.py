@@ -217,7 +217,7 @@ def test_bad_policy_file_is_one_line_naming_the_key(
     policy = tmp_path / "policy.toml"
     policy.write_text(text)
     code, out, err = run(capsys, "--policy", str(policy), command, str(store))
-    assert code == 78  # bad settings: the exit table's code, on which the service stops
+    assert code == 78  # a bad policy is bad settings (issue 27)
     assert out == ""
     line = one_line(err)
     assert key in line
@@ -229,7 +229,7 @@ def test_unknown_key_is_called_unknown(tmp_path: Path, capsys: pytest.CaptureFix
     policy = tmp_path / "policy.toml"
     policy.write_text("[spine]\nmax_line = 80\n")
     code, _, err = run(capsys, "--policy", str(policy), "check", str(store))
-    assert code == 78
+    assert code == 78  # a bad policy is bad settings (issue 27)
     assert "unknown" in one_line(err)
 
 
@@ -239,14 +239,14 @@ def test_policy_that_is_not_toml(tmp_path: Path, capsys: pytest.CaptureFixture[s
     policy = tmp_path / "policy.toml"
     policy.write_text(text)
     code, _, err = run(capsys, "--policy", str(policy), "check", str(store))
-    assert code == 78
+    assert code == 78  # a bad policy is bad settings (issue 27)
     assert str(policy) in one_line(err)
 
 
 def test_missing_policy_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = healthy_store(tmp_path / "store").root
     code, _, err = run(capsys, "--policy", str(tmp_path / "absent.toml"), "check", str(store))
-    assert code == 78
+    assert code == 78  # a bad policy is bad settings (issue 27)
     assert str(tmp_path / "absent.toml") in one_line(err)
 
 
@@ -256,7 +256,7 @@ def test_policy_from_environment(tmp_path: Path, capsys: pytest.CaptureFixture[s
     policy.write_text('[spine]\nmax_lines = "many"\n')
     monkeypatch.setenv("DISTILLD_POLICY", str(policy))
     code, _, err = run(capsys, "check", str(store))
-    assert code == 78
+    assert code == 78  # a bad policy is bad settings (issue 27)
     assert "spine.max_lines" in one_line(err)
 
 

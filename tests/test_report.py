@@ -146,3 +146,32 @@ def test_without_jinja2_and_pygal_the_summary_works_and_html_says_what_to_instal
     written = write_report_files(build_report(store_b, load_policy(), datetime.now(UTC)), tmp_path / "state")
     assert written.html is None and written.note and "Jinja2 and pygal" in written.note
     assert written.json.exists() and written.text.exists()
+
+
+@pytest.mark.parametrize("spoil", ["binary", "unreadable"])
+def test_a_spine_that_cannot_be_read_is_shown_as_unknown_not_as_a_number(
+        spoil: str, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 27: an unreadable SPINE showed as "0 B", a binary one as "20,000 B, 68 lines"
+    import builtins
+
+    store = healthy_store(tmp_path / "store").root
+    spine = store / "SPINE.md"
+    if spine_is_binary := spoil == "binary":
+        spine.write_bytes(bytes(range(256)) * 80)
+    else:
+        real_open = builtins.open
+
+        def refuse(file: Any, *args: Any, **kwargs: Any) -> Any:  # root reads any file: refuse this one
+            if isinstance(file, str) and os.path.realpath(file) == os.path.realpath(spine):
+                raise PermissionError(13, "Permission denied", file)
+            return real_open(file, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "open", refuse)
+    code, out, _ = run(capsysbinary, str(store), "--json")
+    assert code == 0
+    figures = next(s for s in json.loads(out)["sections"] if s["key"] == "index_cost")["figures"]
+    spine_bytes = next(f for f in figures if f["key"] == "spine_bytes")
+    assert spine_bytes["value"] is None, spine_bytes
+    why = "not text" if spine_is_binary else "cannot read"
+    assert why in json.dumps(spine_bytes)

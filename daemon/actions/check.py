@@ -26,6 +26,7 @@ class CheckResult:
     groups: tuple[Group, ...]
     findings: list[Finding]
     unmanaged: list[str] = field(default_factory=list)  # folders distilld does not manage
+    causes: list[str] = field(default_factory=list)  # said first: what explains most findings
 
     def passed(self, group: Group) -> bool:
         return not any(f.group == group and f.severity == "fail" for f in self.findings)
@@ -67,6 +68,7 @@ def _checked(store: Path, limits: Limits, before: Path | None) -> CheckResult:
         findings += check_c4(take_snapshot(before), snapshot)
         groups = GROUPS
     result = CheckResult(snapshot.root, snapshot.layout, groups, findings)
+    result.causes = leading_causes(snapshot)
     result.unmanaged = [folder.describe() for folder in unmanaged_folders(snapshot.root, extra_synced_folders())]
     return result
 
@@ -81,16 +83,50 @@ def broken_reference_notes(snapshot: Snapshot) -> list[Finding]:
             for ref in references(snapshot) if ref.kind == "broken"]
 
 
+def leading_causes(snapshot: Snapshot) -> list[str]:
+    """The one line that matters, before the findings it explains (issue 27: a migration left
+    PENDING by Ctrl-C behind 375 failures, an empty SPINE behind 55 "no SPINE pointer" lines)."""
+    from ..store.local import pending_migrations
+
+    causes = [f"a migration is PENDING ({marker}): the store is half migrated; `distilld migrate --finish` "
+              "goes on, `distilld migrate --revert` puts the backup back" for marker in pending_migrations(snapshot.root)]
+    if snapshot.layout is Layout.UNMIGRATED:
+        causes.append(NEEDS_MIGRATE)
+    if snapshot.spine is not None and not snapshot.spine.pointer_list and snapshot.tier_paths:
+        causes.append(f"SPINE.md points at no file (empty or unreadable): each of the {len(snapshot.tier_paths)} "
+                      "tier files fails C2 for want of a pointer")
+    return causes
+
+
+GROUP_AFTER = 3  # this many findings of one kind are shown; the rest are counted (--json lists all)
+
+
+def _group_lines(findings: list[Finding]) -> list[str]:
+    seen: dict[tuple[str, str], int] = {}
+    totals: dict[tuple[str, str], int] = {}
+    for finding in findings:
+        key = (finding.code, finding.severity)
+        totals[key] = totals.get(key, 0) + 1
+    lines = []
+    for finding in findings:
+        key = (finding.code, finding.severity)
+        seen[key] = seen.get(key, 0) + 1
+        marker = "-" if finding.severity == "fail" else "note:"
+        if seen[key] <= GROUP_AFTER or totals[key] <= GROUP_AFTER + 1:
+            lines.append(f"    {marker} {shown(finding.message)}")
+        elif seen[key] == GROUP_AFTER + 1:
+            lines.append(f"    {marker} … and {totals[key] - GROUP_AFTER} more like these ({finding.code}; "
+                         "`distilld check --json` lists every one)")
+    return lines
+
+
 def render_text(result: CheckResult) -> str:
-    """The reference checker's shape: ``C1 PASS``; reasons and notes indented under each group."""
-    lines: list[str] = [NEEDS_MIGRATE] if result.layout is Layout.UNMIGRATED else []
+    """The reference checker's shape: ``C1 PASS``; reasons and notes indented under each group,
+    repeated ones counted after the first few; what explains them comes first."""
+    lines: list[str] = list(result.causes)
     for group in result.groups:
         lines.append(f"{group} {'PASS' if result.passed(group) else 'FAIL'}")
-        for finding in result.findings:
-            if finding.group != group:
-                continue
-            marker = "-" if finding.severity == "fail" else "note:"
-            lines.append(f"    {marker} {shown(finding.message)}")
+        lines += _group_lines([f for f in result.findings if f.group == group])
     lines += [f"note: {line}" for line in result.unmanaged]
     if not result.ok:
         lines.append(count_line(result))
@@ -116,5 +152,6 @@ def render_json(result: CheckResult) -> str:
         "groups": {group: "PASS" if result.passed(group) else "FAIL" for group in result.groups},
         "findings": [finding.to_dict() for finding in result.findings],
         "unmanaged": result.unmanaged,
+        "causes": result.causes,
     }
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"

@@ -137,8 +137,11 @@ def build_view(store: Path, data: dict[str, Any] | None, pid: int | None, servic
     running = pid is not None
     view = StatusView(store, running, pid if pid and pid > 0 else None, data, service, files)
     view.lock = current_lock(store)
-    view.stuck = (find_stuck(data, running, service, time.time() if now is None else now)
-                  + lock_problems(view.lock) + store_problems(store))
+    problems = store_problems(store)
+    pending = [p for p in problems if p.startswith("a migration is PENDING")]
+    others = [p for p in problems if p not in pending]
+    view.stuck = (pending + find_stuck(data, running, service, time.time() if now is None else now)
+                  + lock_problems(view.lock) + others)
     return view
 
 
@@ -201,7 +204,11 @@ def store_problems(store: Path) -> list[str]:
     if not root.is_dir():
         return []
     root = root.resolve()
-    problems: list[str] = []
+    from ..store.local import pending_migrations
+
+    # first: a migration Ctrl-C left PENDING stops every pass but migrate (issue 27: "stuck: nothing")
+    problems: list[str] = [f"a migration is PENDING ({marker}): no pass runs until `distilld migrate --finish` "
+                           "or `distilld migrate --revert`" for marker in pending_migrations(root)]
     lost = lost_ledger_lines(root)
     if lost is not None:
         problems.append(str(lost))

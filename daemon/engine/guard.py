@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from ..store.local import pending_migrations
 from ..store.paths import LEDGER, Layout
 from ..store.safety import store_links
 from ..store.snapshot import Snapshot
+from .store_identity import identity_path, identity_text, is_another_store
 
 # The lock protocol's own temp names (STORE-FORMAT.md 2.2), beside distilld's fs.TEMP_RE.
 PROTOCOL_TEMP_RE = re.compile(r"^\.(?:lock\.(?:new|swap|mx)\.([0-9]+)\.[0-9A-Za-z]+|status\.tmp\.([0-9]+))$")
@@ -165,6 +167,8 @@ def _lost_since_seen(root: Path, current: bytes) -> LostLines | None:
     copy = seen_ledger_path(root)
     seen = _read(copy)
     lines = lost_lines(seen, current) if seen is not None else []
+    if lines and seen is not None and is_another_store(root, copy, seen, current):
+        return None  # a new store where an earlier one stood: its copy is set aside, not held against it
     return LostLines(lines, "the last pass", f"{copy} and in git") if lines else None
 
 
@@ -206,10 +210,15 @@ def remember_ledger(root: Path) -> None:
     if current is None or _lost_since_seen(root, current) is not None:
         return
     copy = seen_ledger_path(root)
-    if _read(copy) == current:
+    seen = _read(copy)
+    identity = identity_text(root)
+    if seen == current and _read(identity_path(copy)) == identity:
         return
     copy.parent.mkdir(parents=True, exist_ok=True)
+    if seen is not None and lost_lines(seen, current):  # another store's copy: kept aside, never removed
+        os.replace(copy, copy.with_name(f"LEDGER.seen.another-store-{os.getpid()}-{int(time.time())}.md"))
     fs.atomic_write(copy, current, mode=0o600)
+    fs.atomic_write(identity_path(copy), identity, mode=0o600)
 
 
 def set_aside_seen_ledger(root: Path, stamp: str) -> Path | None:

@@ -19,6 +19,7 @@ from .lifecycle import activity, exemption, is_candidate
 from .cross_refs import references
 from .limits import Limits
 from .mentions import path_mentions
+from .health_unknowns import NO_SPINE, spine_unknown_reason
 from .paths import CATALOG, TIERS, Layout, contained, is_legacy
 from .snapshot import Snapshot
 from .spine import Spine, SpineEntry
@@ -27,7 +28,6 @@ from .text import decode
 from .tierfile import KnowledgeFile, parse_inline_list
 
 SHORT_ENTRY_BYTES = 240
-NO_SPINE = "the store has no SPINE.md"
 ENTRY_HOW = ("entries are `- [` lines of SPINE.md with their wrapped continuation lines, joined as the "
              "{cap}-byte cap measures them; the catalog line is not counted")
 
@@ -48,11 +48,12 @@ def index_links(spine: Spine) -> list[str]:
 def index_cost(snapshot: Snapshot, limits: Limits, helpers: int) -> Section:
     section = Section("index_cost", "Index cost")
     spine = snapshot.spine
-    if spine is None:
+    reason = spine_unknown_reason(snapshot)
+    if spine is None or reason is not None:
         for key, label in (("spine_bytes", "SPINE.md bytes"), ("spine_lines", "SPINE.md lines"),
                            ("entries", "index entries"), ("links", "links in the index")):
-            section.add(unknown(key, label, NO_SPINE, "read from SPINE.md"))
-        section.notes.append("No SPINE.md: nothing is loaded at session start, and nothing can be measured.")
+            section.add(unknown(key, label, reason or NO_SPINE, "read from SPINE.md"))
+        section.notes.append(f"{reason}: what is loaded at session start cannot be measured.")
         return section
     text = decode(spine.raw)
     sizes = [entry.byte_len for entry in index_entries(spine)]
@@ -318,10 +319,12 @@ def _ages(section: Section, snapshot: Snapshot, limits: Limits, today: date, fir
 
 def links(snapshot: Snapshot) -> Section:
     section = Section("links", "Links")
-    spine = snapshot.spine
+    why = spine_unknown_reason(snapshot)
+    spine = snapshot.spine if why is None else None
     if spine is None:
-        section.add(unknown("broken_index_links", "broken index links", NO_SPINE, "SPINE pointers to missing files"))
-        section.add(unknown("unindexed_files", "active files missing from the index", NO_SPINE,
+        why = why or NO_SPINE
+        section.add(unknown("broken_index_links", "broken index links", why, "SPINE pointers to missing files"))
+        section.add(unknown("unindexed_files", "active files missing from the index", why,
                             "tier files no SPINE entry points at"))
     else:
         pointers = spine.pointer_list

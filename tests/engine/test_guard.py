@@ -564,3 +564,28 @@ def test_the_daemon_archives_nothing_and_commits_nothing_while_the_ledger_is_sho
     (store / "archive/LEDGER.md").write_bytes(whole)  # put back: no longer stuck on it
     assert cli_main(["status", "--store", str(store)]) in (0, 3)
     assert stuck_line not in capsys.readouterr().out
+
+
+def test_a_new_store_where_an_earlier_one_stood_is_not_refused_and_the_old_copy_is_kept(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 27: the state folder is keyed on the path, and a new store there was refused with
+    # "the ledger lost lines" (the earlier store's ledger copy)
+    store = archived_store(tmp_path)
+    old_copy = seen_ledger_path(store.resolve()).read_bytes()
+    store.rename(tmp_path / "the-earlier-store")  # still on disk: the new folder is another one
+    assert cli_main(["new", str(store)]) == 0
+    assert lost_ledger_lines(store.resolve()) is None
+    assert cli_main(["gc", "--apply", str(store)]) == 0, capsys.readouterr().err
+    kept = list(seen_ledger_path(store.resolve()).parent.glob("LEDGER.seen.another-store-*.md"))
+    if (store / "archive/LEDGER.md").exists():  # the pass remembered the new store's ledger
+        assert [p.read_bytes() for p in kept] == [old_copy]
+
+
+def test_a_ledger_edited_in_place_in_another_folder_is_still_refused(tmp_path: Path) -> None:
+    store = archived_store(tmp_path)
+    moved = tmp_path / "moved"
+    shutil.copytree(store, moved)  # another folder (a restore from a backup) at the same path
+    shutil.rmtree(store)
+    moved.rename(store)
+    drop_first_ledger_line(store)  # it keeps the other line: the same store, shrunk
+    assert lost_ledger_lines(store.resolve()) is not None
