@@ -147,7 +147,8 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
             ctx.take_baseline()  # planned again from the store as it now is, the foreign edit in it
         if not plan.steps:
             report.notes.append("nothing to compact: the SPINE and every tier file are within their targets"
-                                if not plan.debt else "nothing more can be done mechanically")
+                                if not (plan.debt or plan.breaches or plan.unsplittable)
+                                else "nothing more can be done mechanically")
         report.over_caps = cap_failures(take_snapshot(ctx.root), policy.limits, plan.breaches)
         return report
 
