@@ -44,6 +44,7 @@ from .watcher import StoreWatcher
 log = get_logger("distilld.daemon")
 
 ONCE_JOBS = ("follow", "sync", "compaction", "lifecycle")
+ONCE_INTERRUPTED = 130  # the exit table's "interrupted" (cli/exits.py): a signal ended `run --once` early
 TICK_SECONDS = 15.0  # supervision and status refresh; events and signals wake it sooner
 
 
@@ -174,6 +175,13 @@ class Daemon:
             # compaction or the lifecycle committed after the cycle's sync: push that too
             results.append(run_job(env, "sync", "once:after-commit"))
         env.status.update(state="stopped", current=None, pid=None)
+        if self.stop.is_set():  # a signal ended the cycle early: say how each pass was left
+            for result in results:
+                if result.details.get("outcome") == "interrupted" or result.summary.startswith("interrupted"):
+                    print(f"distilld: {result.summary}", file=sys.stderr, flush=True)
+            print(f"distilld: stopped by {self._stop_reason} before the cycle finished; the next run picks it up",
+                  file=sys.stderr, flush=True)
+            return ONCE_INTERRUPTED
         return 0 if all(r.ok for r in results) else 1
 
     # -- the daemon ------------------------------------------------------------------------

@@ -260,7 +260,9 @@ def _plan_once(files: dict[str, bytes], limits: Limits, today: str, catalog_line
     later_children: list[tuple[str, list[str]]] = []
     settled = False
     floor_index = 0
-    for _ in range(ROUNDS):
+    for round_number in range(ROUNDS):
+        checkpoint()
+        report_progress("planning the compaction", min(2, 1 + round_number), 3)
         model, result = _build_model(spine_raw, base, first_children + later_children, limits, catalog_line,
                                      floor_index)
         floor_index = limits.spine.hook_floors.index(result.floor)
@@ -290,6 +292,7 @@ def _plan_once(files: dict[str, bytes], limits: Limits, today: str, catalog_line
         previous = current
         later_children = new_children
 
+    report_progress("planning the compaction", 3, 3)
     spine_after = model.raw()
     if spine_after != spine_raw:
         step = Step("write SPINE.md")
