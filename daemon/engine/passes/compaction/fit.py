@@ -24,10 +24,10 @@ from math import ceil
 
 from ....store.limits import Limits
 from ....store.spine import LEADING_GROUP_RE, Spine
+from ....store.split_need import POINTER_JOINER as JOINER
+from ....store.split_need import SplitNeed, split_need
 from ....store.text import byte_len
 from ....store.tierfile import KnowledgeFile
-
-JOINER = 3  # "- " and the line break of an entry alone, or " + " in a merged line
 
 
 @dataclass
@@ -94,23 +94,6 @@ def spine_refusal(floor: SpineFloor, spine: Spine, limits: Limits) -> str | None
             f"every entry of one section and tier merged it keeps at least {floor.lines} lines and {floor.bytes} "
             "bytes; nothing was planned. Archive files that are done with, merge small files of one topic, "
             "or move prose out of the SPINE by hand")
-
-
-@dataclass(frozen=True)
-class SplitNeed:
-    pieces: int
-    pointer_bytes: int  # of the new children's pointers, with their joiners
-    lines: int  # the SPINE lines they need at least, beyond their parent's
-
-
-def split_need(path: str, file: KnowledgeFile, limits: Limits) -> SplitNeed:
-    caps = limits.tier_file
-    by_bytes = 1 if file.oversize_reason is not None else ceil(file.size / caps.max_bytes)
-    pieces = max(1, ceil(file.line_count / caps.max_lines), by_bytes)
-    stem = path[:-3]
-    pointer_bytes = sum(byte_len(f"[{n}]({stem}-{n}.md)") + JOINER for n in range(2, pieces + 1))
-    cap = limits.spine.entry_max_bytes
-    return SplitNeed(pieces, pointer_bytes, max(0, ceil(pointer_bytes / cap) - 1))
 
 
 class SpineRoom:
