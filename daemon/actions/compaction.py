@@ -164,7 +164,8 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
             report.notes.append("the catalog was rebuilt after the rollback, for files written meanwhile")
         if not plan.steps:
             report.notes.append("nothing to compact: the SPINE and every tier file are within their targets"
-                                if not plan.debt else "nothing more can be done mechanically")
+                                if not (plan.debt or plan.breaches or plan.unsplittable)
+                                else "nothing more can be done mechanically")
         report.over_caps = cap_failures(take_snapshot(ctx.root), policy.limits, plan.breaches)
         return report
 

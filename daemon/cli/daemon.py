@@ -60,8 +60,9 @@ def run(ctx: click.Context, once: bool, wait: float | None, config_path: Path | 
     the invariants checked and the agents' changes committed (and pushed when a remote is
     set); compaction, lifecycle, sync and a full rescan run on their schedules. One daemon
     per store. A store that does not exist yet is waited for (one line says so, and how to
-    create it); with --once it exits 2 instead. SIGTERM finishes the current step and exits 0;
-    SIGHUP reloads the settings. Invalid settings exit 78.
+    create it); with --once it exits 2 instead. SIGTERM stops a pass at its next boundary (one
+    that had begun writing is rolled back) and exits 0, or 130 with --once when it cut the cycle
+    short; SIGHUP reloads the settings. Invalid settings exit 78.
     """
     from ..runtime.daemon import run_daemon
     from ..store.root_access import require_writable

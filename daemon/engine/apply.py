@@ -27,6 +27,7 @@ from ..store.findings import Finding, fail
 from ..store.lossless import check_c4
 from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
 from ..store.text import sha256_hex
+from .cancel import PassStopped, checkpoint
 from .context import PassContext
 from .crash import crashpoint
 from .executor import Executor, FileWrite, Pacer, PlanStopped, Step
@@ -94,25 +95,31 @@ def _journal_catalog(journal: PassJournal) -> Callable[[FileWrite], FileWrite]:
     return journal_it
 
 
-def carry_out_steps(executor: Executor, journal: Journal) -> list[tuple[str, str]]:
+def carry_out_steps(executor: Executor, journal: Journal, stoppable: bool = False) -> list[tuple[str, str]]:
     """Every step of any pass's journal not yet done, through the one executor, each marked in
-    the journal once done (the file and checksum of every write)."""
+    the journal once done (the file and checksum of every write). A ``stoppable`` pass ends
+    before its next step once a stop is asked for (engine/cancel.py): its caller rolls it back."""
     written: list[tuple[str, str]] = []
     for index, step in enumerate(journal.steps):
         if step.done:
             continue
+        if stoppable:
+            checkpoint()
         written += executor.run(step)
         journal.mark(index)
     return written
 
 
 def _carry_out(ctx: PassContext, journal: PassJournal, run: JournalRun, interval: float,
-               durable: bool) -> None:
+               durable: bool, stoppable: bool) -> None:
     pacer = Pacer(ctx.heartbeat, interval, barrier=not durable)
     done_before = {i for i, step in enumerate(journal.steps) if step.done}
-    run.written += carry_out_steps(Executor(ctx.root, pacer, ctx.now_stamp, durable), journal)
-    run.steps_done += [step.title for i, step in enumerate(journal.steps) if step.done and i not in done_before]
-    pacer.flush()  # every planned write on disk before the catalog and the finished line
+    try:
+        run.written += carry_out_steps(Executor(ctx.root, pacer, ctx.now_stamp, durable), journal, stoppable)
+    finally:
+        run.steps_done += [step.title for i, step in enumerate(journal.steps)
+                           if step.done and i not in done_before]
+        pacer.flush()  # every planned write on disk before the catalog and the finished line (or the undo)
 
 
 def journal_before(root: Path, journal: PassJournal) -> Snapshot | None:
@@ -225,7 +232,12 @@ def run_journal(ctx: PassContext, journal: PassJournal, before: Snapshot | None,
         run.interrupted = True
         return run
     try:
-        _carry_out(ctx, journal, run, interval, durable)
+        _carry_out(ctx, journal, run, interval, durable, stoppable=rolls_back)
+    except PassStopped:
+        # a stop was asked for (SIGTERM): what this pass wrote is undone, the store is as it was
+        roll_back(ctx, journal, run, "a stop was asked for (SIGTERM or Ctrl-C) before it finished")
+        raise PassStopped(f"the {journal.pass_name} was stopped before it finished and rolled back "
+                          f"({len(run.restored)} files given back their bytes): the store is as it was") from None
     except PlanStopped as stopped:
         if not rolls_back:
             raise

@@ -178,7 +178,12 @@ class Daemon:
     # -- one cycle -------------------------------------------------------------------------
 
     def _run_once(self) -> int:
-        return run_cycle(self._env, self.stop, self.lock_wait_seconds)
+        code = run_cycle(self._env, self.stop, self.lock_wait_seconds)
+        if not self.stop.is_set():
+            return code
+        # a signal ended the cycle early: each pass stopped at a boundary (finished or rolled back)
+        say_on_stderr(f"stopped by {self._stop_reason} before the cycle finished; the next run picks it up")
+        return INTERRUPTED_EXIT
 
     # -- the daemon ------------------------------------------------------------------------
 

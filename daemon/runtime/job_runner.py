@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from ..engine.cancel import PassStopped, stoppable
 from ..engine.recovery import interrupted_passes
 from ..errors import DistilldError, LockHeld
 from ..log import get_logger, utc_stamp
@@ -31,9 +32,12 @@ def run_job(env: JobEnv, job: str, trigger: str) -> PassResult:
     started = time.monotonic()
     env.status.update(state="running", current={"job": job, "trigger": trigger, "since": utc_stamp()})
     try:
-        result = JOB_FUNCTIONS[job](env, trigger)
+        with stoppable(env.stop.is_set):  # a pass ends at its next boundary once a stop is asked for
+            result = JOB_FUNCTIONS[job](env, trigger)
     except Stopping:
         result = PassResult(True, "interrupted by shutdown; the next start picks it up")
+    except PassStopped as stopped:
+        result = PassResult(True, f"interrupted by shutdown: {stopped}", {"outcome": "interrupted"})
     except LockHeld as held:  # a distiller started between our look and our lock: later
         result = PassResult(True, f"waiting: {held}")
         if env.schedule is not None:

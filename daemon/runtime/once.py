@@ -53,7 +53,9 @@ def once_problems(results: list[tuple[str, PassResult]], passes: dict[str, Any],
     lines: list[str] = []
     failed = False
     for job, result in results:
-        if not result.ok:
+        if result.details.get("outcome") == "interrupted" or result.summary.startswith("interrupted"):
+            lines.append(f"{job}: {result.summary}")  # a stop asked for: how the pass was left
+        elif not result.ok:
             failed = True
             lines.append(f"{job} failed: {result.summary}")
         elif gave_up and result.summary.startswith("waiting:"):

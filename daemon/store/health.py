@@ -116,19 +116,19 @@ def cap_check(lines: int, size: int, oversize: bool, limits: Limits) -> CapCheck
 
 def extra_pieces_estimate(lines: int, size: int, oversize: bool, limits: Limits) -> int:
     """How many split children a file needs at least: ceil(size / cap) − 1 on each cap."""
-    by_lines = ceil(lines / limits.tier_file.max_lines)
     by_bytes = 1 if oversize else ceil(size / limits.tier_file.max_bytes)
-    return max(1, by_lines, by_bytes) - 1
+    return max(1, ceil(lines / limits.tier_file.max_lines), by_bytes) - 1
 
 
 def _planned_split(path: str, raw: bytes, limits: Limits, taken: set[str]) -> tuple[int, bool]:
     """(children the split planner makes, whether it leaves a piece over a cap)."""
-    outcome = split_knowledge_file(path, raw, limits.tier_file.max_lines, limits.tier_file.max_bytes,
-                                   lambda candidate: candidate in taken)
     file = KnowledgeFile(path, raw)
-    still_over = cap_check(file.line_count, file.size, file.oversize_reason is not None, limits).over
+    extra = extra_pieces_estimate(file.line_count, file.size, file.oversize_reason is not None, limits)
+    if extra * (len(path) + 8) > limits.spine.max_bytes:  # no SPINE can take its pointers: never split
+        return extra, True
+    outcome = split_knowledge_file(path, raw, limits.tier_file.max_lines, limits.tier_file.max_bytes, taken.__contains__)
     if outcome is None:
-        return 0, still_over
+        return 0, cap_check(file.line_count, file.size, file.oversize_reason is not None, limits).over
     return len(outcome.children), bool(outcome.over_cap)
 
 

@@ -35,6 +35,7 @@ BULLET_RE = re.compile(r"^(?:[-*+]|[0-9]+[.)])(?: |$)")
 CONTINUED = "Continued in `{path}`."
 CONTINUED_MARK = " (continued)"
 NUMBERED_RE = re.compile(r"-([0-9]+)$")
+UNCAPPED = 1 << 62  # the byte cap of a file that declares `oversize:`
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,8 @@ def _child_header(file: KnowledgeFile, parent: str, ending: str) -> list[str]:
         fields.append(f"last_updated: {file.newest_stamp}")  # the family's activity, not newer
     if file.pinned:
         fields.append("lifecycle: pinned")
+    if file.oversize_reason is not None:
+        fields.append(f"oversize: {file.oversize_reason}")  # the family keeps the exemption its file declared
     return [f"{line}{ending}" for line in ("---", *fields, "---")]
 
 
@@ -212,29 +215,47 @@ class _Packer:
 
     def pack(self) -> tuple[list[int], list[int], int]:
         """(the start of every piece as an index into ``starts``, the single stretches over the
-        caps, how many pieces end over the limit)."""
+        caps, how many pieces end over the limit).
+
+        Linear in the file: a piece ending at a start is tried only from the starts whose content
+        up to it is within the limit (a bounded window: the limit's lines), and each try costs a
+        few additions, not a call."""
         count = len(self.starts)
+        index = [c.index for c in self.starts] + [self.end]
+        offsets, ending = self.offsets, len(self.ending)
+        # what a piece adds to its content: at its start (the parent's footer, or a child's
+        # frontmatter and reopened headings) and at its end (a Continued line, or the older link)
+        head_lines = [self.footer[0]] + [self.header[0] + r[0] for r in self.reopen[1:]]
+        head_bytes = [self.footer[1] + ending] + [self.header[1] + r[1] + ending for r in self.reopen[1:]]
+        limit_lines, limit_bytes = self.limit.lines, self.limit.bytes
+        cap_lines, cap_bytes = self.caps.lines, self.caps.bytes
+        penalty = [c.penalty for c in self.starts]
         Score = tuple[int, int, int]
         best: list[tuple[Score, int] | None] = [None] * (count + 1)
         best[0] = ((0, 0, 0), -1)
         for last in range(1, count + 1):
+            stop = index[last]
+            stop_offset = offsets[stop]
+            tail_lines, tail_bytes = self.continued if last < count else self.link
+            current = best[last]
             for first in range(last - 1, -1, -1):
+                begin = index[first]
+                content_lines, content_bytes = stop - begin, stop_offset - offsets[begin]
+                alone = first == last - 1
+                if not alone and (content_lines > limit_lines or content_bytes > limit_bytes):
+                    break  # earlier starts only add to it
                 known = best[first]
                 if known is None:
                     continue
-                size = self.size(first, last)
-                alone = first == last - 1
-                if not self.within(size, self.limit) and not alone:
-                    begin = self.starts[first].index
-                    stop = self.starts[last].index if last < count else self.end
-                    if stop - begin > self.caps.lines or self.offsets[stop] - self.offsets[begin] > self.caps.bytes:
-                        break  # its content alone is over the caps: earlier starts only add to it
+                lines = content_lines + head_lines[first] + tail_lines
+                size = content_bytes + head_bytes[first] + tail_bytes
+                if not alone and (lines > limit_lines or size > limit_bytes):
                     continue
-                over = 0 if self.within(size, self.caps) else 1
-                score = (known[0][0] + over, known[0][1] + 1, known[0][2] + self.starts[first].penalty)
-                current = best[last]
+                over = 0 if lines <= cap_lines and size <= cap_bytes else 1
+                score = (known[0][0] + over, known[0][1] + 1, known[0][2] + penalty[first])
                 if current is None or score < current[0]:
-                    best[last] = (score, first)
+                    current = (score, first)
+            best[last] = current
         chosen: list[int] = []
         at = count
         while at > 0:
@@ -296,6 +317,10 @@ def split_knowledge_file(path: str, raw: bytes, max_lines: int, max_bytes: int,
     None when the file is within its caps. A file with nowhere to cut gives no children and a
     message in ``over_cap``."""
     file = KnowledgeFile(path, raw)
+    exempt = file.oversize_reason is not None  # `oversize:` lifts the byte cap, never the line cap
+    if exempt:
+        max_bytes = UNCAPPED
+        target = Limit(target.lines, UNCAPPED) if target is not None else None
     if file.line_count <= max_lines and file.size <= max_bytes:
         return None
     caps = Limit(max_lines, max_bytes)
@@ -342,8 +367,9 @@ def split_knowledge_file(path: str, raw: bytes, max_lines: int, max_bytes: int,
         outcome.over_cap.append(
             f"{path}: {_describe(clean, begin, stop)} at lines {begin + 1}-{stop} is {stop - begin} lines, "
             f"{packer.offsets[stop] - packer.offsets[begin]} bytes, more than a split piece can hold "
-            f"(about {room_lines} lines and {room_bytes} bytes: the caps {max_lines} lines / {max_bytes} bytes "
-            f"minus the child's {len(header)}-line frontmatter, a continued heading and the Continued line); "
+            + (f"(about {room_lines} lines: the {max_lines}-line cap, which `oversize:` does not lift, " if exempt else
+               f"(about {room_lines} lines and {room_bytes} bytes: the caps {max_lines} lines / {max_bytes} bytes ")
+            + f"minus the child's {len(header)}-line frontmatter, a continued heading and the Continued line); "
             "it is never cut inside. " + _unit_advice(file, caps, piece_lines <= max_lines))
     if len(chosen) == 1:
         return outcome if outcome.over_cap else None

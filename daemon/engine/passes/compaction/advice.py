@@ -22,9 +22,11 @@ from ....store.split import split_knowledge_file
 from ....store.text import byte_len, clip
 from ....store.topics import TopicOverlap, topic_words
 from ...context import BUDGET_CODES
+from .fit import SpineRoom, spine_floor, spine_refusal
 
 MERGE_FORM = "`- [A](a.md) + [B](b.md) \u2014 \u2026`"
 SHOWN = 5  # suggestions of one kind
+PAIRED = 300  # entries whose pairs are scored for a merge suggestion
 
 
 @dataclass(frozen=True)
@@ -52,25 +54,28 @@ def cap_failures(after: Snapshot, limits: Limits, breaches: list[str] | None = N
     for finding in found:
         by_path.setdefault(finding.path, []).append(finding)
     out: list[CapFailure] = []
+    spine = after.spine or Spine(b"")
+    floor = spine_floor(spine, limits, lambda p: after.exists(p) and bool(after.knowledge(p).split_from))
+    spine_full = spine_refusal(floor, spine, limits)
     for path, findings in by_path.items():
         problems = tuple(f.message for f in findings)
         if path == SPINE:
-            spine = after.spine or Spine(b"")
             why = [b for b in breaches or [] if not b.startswith(SPINE)] + spine_advice(spine, limits)
+        elif spine_full is not None:  # no split is tried: the SPINE has no room for one more pointer
+            why = [f"{path} is not split while the SPINE cannot be brought within its caps (see SPINE.md)"]
         else:
-            why = tier_file_advice(after, path, limits)
+            why = tier_file_advice(after, path, limits, SpineRoom(floor, limits))
         out.append(CapFailure(path, problems, tuple(why)))
     return out
 
 
-def tier_file_advice(store: Snapshot, path: str, limits: Limits) -> list[str]:
+def tier_file_advice(store: Snapshot, path: str, limits: Limits, room: SpineRoom | None = None) -> list[str]:
     """Why a tier file over a cap stays so, in the words a refused split uses."""
     file = store.knowledge(path)
     caps = limits.tier_file
-    if file.oversize_reason is not None:
-        return [f"{path} declares `oversize:`, which lifts the byte cap only, and compaction leaves such a file "
-                f"as it is: bring it within {caps.max_lines} lines by hand (a piece moved to a file of its own "
-                "needs a SPINE entry, or `split_from:` and a pointer on this file's line)"]
+    refused = room.refusal(path, file) if room is not None else None
+    if refused is not None:  # its pointers cannot fit: no split is tried
+        return [refused]
     outcome = split_knowledge_file(path, store.contents.get(path, b""), caps.max_lines, caps.max_bytes, store.exists)
     if outcome is not None and outcome.over_cap:
         return list(outcome.over_cap)
@@ -116,6 +121,7 @@ def _group_bytes(entry: SpineEntry) -> int:
 def topical_pairs(entries: list[SpineEntry], count: int) -> list[tuple[SpineEntry, SpineEntry, list[str]]]:
     """The pairs of entries whose words overlap most (each entry in one pair at most), with the
     words they share, rarest first."""
+    entries = entries[:PAIRED]  # every pair is scored: a bloated SPINE's first entries say enough
     words = [topic_words(e.joined) for e in entries]
     overlap = TopicOverlap(words)
     scored = sorted(((overlap.score(words[i], words[j]), i, j) for i in range(len(entries))

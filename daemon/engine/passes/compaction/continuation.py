@@ -56,18 +56,33 @@ def own_heading(file: KnowledgeFile) -> str:
     return next((h for h in _headings(file) if not h.endswith(mark)), "")
 
 
-def child_summary(file: KnowledgeFile, family: Iterable[KnowledgeFile]) -> str:
-    """A few words of what ``file`` holds: its own heading, or its rarest names in its family."""
+def family_names(family: Iterable[KnowledgeFile]) -> Counter[str]:
+    """In how many files of a family each distinctive name stands: counted once per family, so
+    that summing up each of its N children costs one pass over the family, not N."""
+    counts: Counter[str] = Counter()
+    for member in family:
+        counts.update(_names_of(member))
+    return counts
+
+
+def _names_of(file: KnowledgeFile) -> list[str]:
+    return distinctive_phrases("; ".join(_lines(file)))
+
+
+def child_summary(file: KnowledgeFile, family: Iterable[KnowledgeFile],
+                  names_in_family: Counter[str] | None = None) -> str:
+    """A few words of what ``file`` holds: its own heading, or its rarest names in its family.
+    ``names_in_family`` is ``family_names(family)`` when the caller has it already."""
     heading = own_heading(file)
     if heading:
         return heading
     mine: Counter[str] = Counter()  # in how many of its lines a name is
     for line in _lines(file):
         mine.update(distinctive_phrases(line))
-    elsewhere: Counter[str] = Counter()  # in how many other files of the family
-    for other in family:
-        if other.path != file.path:
-            elsewhere.update(distinctive_phrases("; ".join(_lines(other))))
+    members = list(family)
+    elsewhere = Counter(names_in_family) if names_in_family is not None else family_names(members)
+    if any(other.path == file.path for other in members):
+        elsewhere.subtract(_names_of(file))  # in how many *other* files of the family
     names = sorted((p for p in mine if not p.startswith("[")), key=lambda p: (elsewhere[p], -mine[p], len(p)))
     if names:
         return KEYWORDS + ", ".join(names[:NAMES])

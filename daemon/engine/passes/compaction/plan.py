@@ -10,24 +10,27 @@ Nothing is archived to make room.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ....store.limits import Limits
 from ....store.index_detail import hooks_not_held, was_cut_before
-from ....store.paths import SPINE, TIERS, contained, is_nested_archive
+from ....store.paths import SPINE, contained
 from ....store.spine import Pointer, Spine
 from ....store.split import Limit, split_knowledge_file
-from ....store.terms import StoreTerms
-from ....store.text import byte_len, sha256_hex
-from ....store.tierfile import KnowledgeFile, append_index_details
-from ...executor import FileWrite, Step
-from .continuation import bare_hook, child_summary, continuation_hook, continued_parent
+from ....store.text import byte_len
+from ....store.tierfile import append_index_details
+from ...cancel import checkpoint
+from ...executor import Step
+from ...progress import report as report_progress
+from .continuation import continuation_hook
+from .fit import SpineRoom, spine_floor, spine_refusal
+from .placement import place_children, relieve_crowded
 from .spine import SpineCompactor, SpineResult
-from .spine_model import Entry, SpineModel, format_group
+from .spine_model import Entry, SpineModel
+from .tree import Tree, is_tier_path
 
-NUMBER_RE = re.compile(r"-([0-9]+)\.md$")
+__all__ = ["CompactionPlan", "EntryChange", "SplitRecord", "is_tier_path", "plan_compaction"]
+
 DETAIL_OVERHEAD = (4, 60)  # lines and bytes an Index detail section adds besides the hook itself
 ROUNDS = 8
 
@@ -90,82 +93,7 @@ class CompactionPlan:
         return sum(s.over_target for s in self.splits)
 
 
-def is_tier_path(path: str) -> bool:
-    return path.endswith(".md") and path.split("/", 1)[0] in TIERS and "/" in path and not is_nested_archive(path)
-
-
-class _Tree:
-    """The store's files as the plan goes, and the steps that get them there."""
-
-    def __init__(self, files: dict[str, bytes]) -> None:
-        self.files = dict(files)
-        self.steps: list[Step] = []
-        self._pinned: dict[str, bool] = {}
-        self._known: dict[str, KnowledgeFile] = {}
-        self._families: dict[str, list[str]] | None = None  # split children by parent, once asked for
-        self._summaries: dict[str, str] = {}
-        self._terms: StoreTerms | None = None  # built once a hook is shortened
-
-    def pinned(self, path: str) -> bool:
-        if path not in self._pinned:
-            self._pinned[path] = path in self.files and self.knowledge(path).pinned
-        return self._pinned[path]
-
-    def write(self, step: Step, path: str, data: bytes) -> None:
-        old = self.files.get(path)
-        step.ops.append(FileWrite(path, sha256_hex(old) if old is not None else None, data))
-        self.files[path] = data
-        self._known.pop(path, None)
-        self._families = None
-        self._summaries.clear()
-        self._terms = None
-
-    def summary(self, path: str) -> str:
-        """A few words of what a split child holds, for its family's continuation line."""
-        if path in self._summaries:
-            return self._summaries[path]
-        if self._families is None:
-            self._families = {}
-            for member in sorted(p for p in self.files if is_tier_path(p)):
-                parent = self.knowledge(member).split_from
-                if parent:
-                    self._families.setdefault(parent, []).append(member)
-        parent = self.knowledge(path).split_from or path
-        family = [self.knowledge(p) for p in [parent, *self._families.get(parent, [])] if p in self.files]
-        self._summaries[path] = child_summary(self.knowledge(path), family)
-        return self._summaries[path]
-
-    def family_head(self, path: str) -> str:
-        """The file a split child continues, followed to its first piece."""
-        seen = {path}
-        while path in self.files and (parent := self.knowledge(path).split_from) and parent not in seen:
-            seen.add(parent)
-            path = parent
-        return path
-
-    def terms(self) -> StoreTerms:
-        """Every topic's terms (store/terms.py), read once per version of the tree."""
-        if self._terms is None:
-            self._terms = StoreTerms({p: data for p, data in self.files.items() if is_tier_path(p)},
-                                     self.family_head)
-        return self._terms
-
-    def taken(self, path: str) -> bool:
-        return any(p in self.files for p in (path, "archive/" + path, "evidence/" + path))
-
-    def knowledge(self, path: str) -> KnowledgeFile:
-        if path not in self._known:
-            self._known[path] = KnowledgeFile(path, self.files.get(path, b""))
-        return self._known[path]
-
-    def over_cap(self, path: str, limits: Limits) -> bool:
-        file = self.knowledge(path)
-        if file.oversize_reason is not None:
-            return False  # oversize files are left alone
-        return file.line_count > limits.tier_file.max_lines or file.size > limits.tier_file.max_bytes
-
-
-def _split(tree: _Tree, path: str, limits: Limits, title: str, after_detail: bool,
+def _split(tree: Tree, path: str, limits: Limits, title: str, after_detail: bool,
            record: list[SplitRecord], unsplittable: list[str]) -> list[str]:
     tier_file = limits.tier_file
     outcome = split_knowledge_file(path, tree.files[path], tier_file.max_lines, tier_file.max_bytes,
@@ -185,80 +113,7 @@ def _split(tree: _Tree, path: str, limits: Limits, title: str, after_detail: boo
     return names
 
 
-def _child_pointer(path: str) -> Pointer:
-    match = NUMBER_RE.search(path)
-    return Pointer(match.group(1) if match else path.rsplit("/", 1)[-1][:-3], path)
-
-
-ContinuationHook = Callable[[str, list[Pointer], int], str]  # (parent, its pointers on the line, room) -> hook
-
-
-def _place_children(model: SpineModel, parent: str, children: list[str], cap: int, reserve: int,
-                    hook_for: ContinuationHook, room: int) -> None:
-    """Children join the line of the entry that names their parent; what does not fit on it
-    (or has no such line) gets a line of its own right after it."""
-    pointers = [_child_pointer(c) for c in children]
-    host = model.entry_of(parent)
-    fitting: list[Pointer] = []
-    if host is not None:
-        for pointer in pointers:
-            head = byte_len(f"- {format_group(host.group + fitting + [pointer])} \u2014 ")
-            if head + reserve > cap:
-                break
-            fitting.append(pointer)
-        if fitting:
-            model.add_pointers(host, fitting, parent)
-    _continuation_lines(model, host, parent, pointers[len(fitting):], cap, hook_for, room)
-
-
-def _continuation_lines(model: SpineModel, host: Entry | None, parent: str, pointers: list[Pointer],
-                        cap: int, hook_for: ContinuationHook, room: int) -> None:
-    """Lines of their own for a family's pointers that its entry has no room for, right after
-    the entry and the family's earlier continuation lines, in order. Each line keeps ``room``
-    bytes (the hook floor) for a hook that says what its children hold (continuation.py)."""
-    after: Entry | None = host
-    if host is not None and pointers:
-        live = model.live_entries()
-        at = live.index(host) + 1
-        while at < len(live) and continued_parent(live[at].hook) == parent:
-            after = live[at]
-            at += 1
-    reserve = max(room, byte_len(bare_hook(parent)))
-    rest = list(pointers)
-    while rest:
-        line: list[Pointer] = []
-        for pointer in rest:
-            if line and byte_len(f"- {format_group(line + [pointer])} \u2014 ") + reserve > cap:
-                break
-            line.append(pointer)
-        rest = rest[len(line):]
-        head = byte_len(f"- {format_group(line)} \u2014 ")
-        section = after.section if after is not None else 0
-        after = model.new_entry(line, hook_for(parent, line, min(reserve, cap - head)), after, section)
-
-
-def _relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], cap: int, reserve: int,
-                     hook_for: ContinuationHook, room: int) -> None:
-    """An entry whose pointer group leaves its hook no room (a family that grew child by child)
-    gives its trailing split children a continuation line of their own. A continuation line is
-    left as it is: its hook names the children on it."""
-    for entry in list(model.live_entries()):
-        if entry.is_catalog or entry.is_new or continued_parent(entry.hook):
-            continue
-        moved: list[Pointer] = []
-        while len(entry.group) > 1 and byte_len(f"- {format_group(entry.group)} \u2014 ") + reserve > cap:
-            last = entry.group[-1]
-            if parent_of(last.path) is None or (moved and parent_of(last.path) != parent_of(moved[0].path)):
-                break
-            moved.insert(0, entry.group.pop())
-        if not moved:
-            continue
-        entry.group_changed = True
-        model.forget_index()
-        _continuation_lines(model, entry, parent_of(moved[0].path) or "", moved, cap, hook_for, room)
-
-
-def _build_model(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: Limits,
+def _build_model(spine: bytes, tree: Tree, children: list[tuple[str, list[str]]], limits: Limits,
                  catalog_line: str | None, start: int = 0) -> tuple[SpineModel, SpineResult]:
     """The compacted SPINE, with the highest hook floor that keeps it within the hard caps
     (searched from ``hook_floors[start]``: more pointers never make room for a higher floor)."""
@@ -286,7 +141,7 @@ def _build_model(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]
     return best
 
 
-def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: Limits,
+def _model_at(spine: bytes, tree: Tree, children: list[tuple[str, list[str]]], limits: Limits,
               catalog_line: str | None, floor: int) -> tuple[SpineModel, SpineResult]:
     model = SpineModel(spine)
     model.pinned = tree.pinned
@@ -298,7 +153,7 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
         return continuation_hook(parent, summaries, room)
 
     for parent, kids in children:
-        _place_children(model, parent, kids, limits.spine.entry_max_bytes, limits.spine.hook_floor,
+        place_children(model, parent, kids, limits.spine.entry_max_bytes, limits.spine.hook_floor,
                         continuation_hook_of, floor)
 
     def detail_target(entry: Entry) -> str | None:
@@ -319,7 +174,7 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
         parent = tree.knowledge(path).split_from
         return parent if parent and parent in tree.files and parent != path else None
 
-    _relieve_crowded(model, parent_of, limits.spine.entry_max_bytes, limits.spine.hook_floor,
+    relieve_crowded(model, parent_of, limits.spine.entry_max_bytes, limits.spine.hook_floor,
                      continuation_hook_of, floor)
     def cut_before(entry: Entry) -> bool:
         target = detail_target(entry)
@@ -360,30 +215,64 @@ def plan_compaction(files: dict[str, bytes], limits: Limits, today: str,
     return plan
 
 
+def _refused_at_once(tree: Tree, spine_raw: bytes, limits: Limits,
+                     catalog_line: str | None) -> CompactionPlan | SpineRoom:
+    """The refusal of a SPINE that no compaction can bring within its caps (fit.py), at once and
+    with the figures; else the room its caps leave for the pointers of new split children."""
+    spine = Spine(spine_raw)
+
+    def is_split_child(path: str) -> bool:
+        return path in tree.files and bool(tree.knowledge(path).split_from)
+
+    floor = spine_floor(spine, limits, is_split_child)
+    if catalog_line is not None:
+        floor.lines, floor.bytes = floor.lines + 1, floor.bytes + byte_len(catalog_line) + 1
+    why = spine_refusal(floor, spine, limits)
+    if why is None:
+        return SpineRoom(floor, limits)
+    plan = CompactionPlan(files=dict(tree.files), breaches=[why])
+    plan.spine_before = plan.spine_after = (spine.line_count, spine.size)
+    plan.spine_text = spine_raw
+    return plan
+
+
 def _plan_once(files: dict[str, bytes], limits: Limits, today: str, catalog_line: str | None,
                unpointed: list[tuple[str, list[str]]] | None) -> CompactionPlan:
     spine_raw = files.get(SPINE, b"")
     plan = CompactionPlan()
-    base = _Tree(files)
+    base = Tree(files)
+    report_progress("planning the compaction", 0, 3)
+    refused = _refused_at_once(base, spine_raw, limits, catalog_line)
+    if isinstance(refused, CompactionPlan):
+        return refused
+    room = refused
     splits: list[SplitRecord] = []
     unsplittable: list[str] = []
     first_children: list[tuple[str, list[str]]] = list(unpointed or [])
     for path in sorted(p for p in files if is_tier_path(p)):
+        checkpoint()
         if base.over_cap(path, limits):
+            why_not = room.refusal(path, base.knowledge(path))
+            if why_not is not None:  # its pointers cannot fit: refused before any splitting
+                unsplittable.append(why_not)
+                continue
             names = _split(base, path, limits, "split", False, splits, unsplittable)
             if names:
                 first_children.append((path, names))
+    report_progress("planning the compaction", 1, 3)
 
     previous: tuple[list[tuple[str, str]], list[tuple[str, list[str]]]] | None = None
     later_children: list[tuple[str, list[str]]] = []
     settled = False
     floor_index = 0
-    for _ in range(ROUNDS):
+    for round_number in range(ROUNDS):
+        checkpoint()
+        report_progress("planning the compaction", min(2, 1 + round_number), 3)
         model, result = _build_model(spine_raw, base, first_children + later_children, limits, catalog_line,
                                      floor_index)
         floor_index = limits.spine.hook_floors.index(result.floor)
         details = _details(model)
-        tree = _Tree(base.files)
+        tree = Tree(base.files)
         tree.steps = list(base.steps)
         resplits: list[SplitRecord] = []
         again_unsplittable: list[str] = []
@@ -409,6 +298,7 @@ def _plan_once(files: dict[str, bytes], limits: Limits, today: str, catalog_line
         previous = current
         later_children = new_children
 
+    report_progress("planning the compaction", 3, 3)
     spine_after = model.raw()
     if spine_after != spine_raw:
         step = Step("write SPINE.md")
@@ -436,7 +326,8 @@ def _plan_once(files: dict[str, bytes], limits: Limits, today: str, catalog_line
         kind = "merged" if entry.merged else "cut" if entry.cut else "joined"
         plan.changes.append(EntryChange(kind, entry.paths, entry.as_read,
                                         after, entry.detail_target))
+    after = Tree(plan.files)
     for path in sorted(p for p in plan.files if is_tier_path(p)):
-        if _Tree(plan.files).over_cap(path, limits):
+        if after.over_cap(path, limits):
             plan.debt.append(f"{path} is still over its caps")
     return plan

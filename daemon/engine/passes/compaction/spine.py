@@ -26,6 +26,7 @@ from ....store.limits import SpineLimits
 from ....store.spine import hook_of_entry
 from ....store.text import byte_len, rtrim
 from ....store.topics import TopicOverlap, topic_words
+from ...cancel import checkpoint
 from .continuation import continued_parent
 from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep, rewrite
 
@@ -147,6 +148,7 @@ class SpineCompactor:
     # 1. bytes -----------------------------------------------------------------------------
     def _set_level(self, level: int, natural: dict[int, int], cache: dict[tuple[int, int], str]) -> int:
         for entry in self.movable:
+            checkpoint()  # a huge hook takes long to shorten: a stop is seen between entries
             entry.text, entry.limit = None, None
             if natural[entry.key] <= level:
                 continue
@@ -259,6 +261,7 @@ class SpineCompactor:
         def merge_all(by_topic: bool) -> None:
             pairs = _Pairs(self.model.live_entries(), mergeable, lambda e: (e.section, tier(e)), by_topic)
             while self._over_lines():
+                checkpoint()
                 chosen = next(((one, two, text) for one, two in pairs.ranked(self.model.live_entries(), cap)
                                if (text := merged(one, two)) is not None), None)
                 if chosen is None:
