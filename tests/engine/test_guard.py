@@ -42,6 +42,7 @@ from distilld.locations import instance_key, state_dir
 from distilld.policy import load_policy
 from distilld.store.snapshot import take_snapshot
 from hostile import busy_store, dead_pid, run_distilld
+from waiting import wait_for
 
 POLICY = load_policy()
 
@@ -157,14 +158,13 @@ def sleeping_child(name: str | None = None) -> Iterator[subprocess.Popen[bytes]]
     """A process that sleeps until killed, once /proc shows it (under ``name``, when given)."""
     rename = f"open('/proc/self/comm', 'w').write({name!r}); " if name is not None else ""
     child = subprocess.Popen([sys.executable, "-c", f"{rename}import time; time.sleep(60)"])
+    def shown() -> bool:
+        with contextlib.suppress(OSError):
+            return name is None or f"({name})".encode() in Path(f"/proc/{child.pid}/stat").read_bytes()
+        return False
+
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                stat = Path(f"/proc/{child.pid}/stat").read_bytes()
-                if name is None or f"({name})".encode() in stat:
-                    break
-            time.sleep(0.05)
+        wait_for(shown, 30, f"/proc to show the sleeping child{'' if name is None else ' as ' + name}")
         yield child
     finally:
         child.kill()
@@ -209,6 +209,7 @@ def test_a_live_owner_keeps_its_lock_and_a_reused_pid_does_not(tmp_path: Path) -
             assert reason == f"process {child.pid} of this machine started after the lock was written (a reused pid)"
 
 
+@pytest.mark.slow  # runs child processes: in the full run, not the default one
 def test_a_killed_pass_is_followed_at_once_by_the_next(tmp_path: Path) -> None:
     store = tmp_path / "store"
     busy_store(store)
@@ -223,6 +224,7 @@ def test_a_killed_pass_is_followed_at_once_by_the_next(tmp_path: Path) -> None:
     assert time.monotonic() - started < POLICY.lock.stale_seconds
 
 
+@pytest.mark.slow  # runs child processes: in the full run, not the default one
 def test_the_takeover_after_a_kill_leaves_a_json_report_clean(tmp_path: Path) -> None:
     # The lock package logs the takeover; a command's stdout must stay its --json document.
     store = tmp_path / "store"

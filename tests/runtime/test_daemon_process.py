@@ -149,16 +149,9 @@ def test_a_distillers_changes_are_committed_and_pushed_after_it_releases_the_loc
     # Quiet, but the lock is held: the daemon waits and says for whom.
     wait_for(lambda: (daemon.status().get("waiting") or {}).get("owner") == "alpha", 15, "status to name alpha")
     wait_for(lambda: "waiting: lock held by alpha" in daemon.activity(), 5, "the activity log to name alpha")
-    # The distiller's heartbeats change .lock, so the daemon looks again: once its status says it
-    # looked at a later second and still waits for alpha, it had every chance to commit and did not.
-    first_look = daemon.status()["waiting"]["since"]
-
-    def looked_again_and_still_waits() -> bool:
-        distiller.heartbeat()
-        waiting = daemon.status().get("waiting") or {}
-        return waiting.get("owner") == "alpha" and waiting.get("since", first_look) > first_look
-
-    wait_for(looked_again_and_still_waits, 30, "the daemon to look at the held lock again", interval=0.5)
+    # An absence over time, deliberately: the status above says the pass chose to wait, and no
+    # event marks "and nothing else commits meanwhile"; three quiet periods give anything the chance.
+    time.sleep(QUIET * 3)
     assert len(daemon.head_log()) == commits_before  # nothing committed mid-distillation
     distiller.release()
 
