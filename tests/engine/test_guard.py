@@ -158,6 +158,7 @@ def sleeping_child(name: str | None = None) -> Iterator[subprocess.Popen[bytes]]
     """A process that sleeps until killed, once /proc shows it (under ``name``, when given)."""
     rename = f"open('/proc/self/comm', 'w').write({name!r}); " if name is not None else ""
     child = subprocess.Popen([sys.executable, "-c", f"{rename}import time; time.sleep(60)"])
+
     def shown() -> bool:
         with contextlib.suppress(OSError):
             return name is None or f"({name})".encode() in Path(f"/proc/{child.pid}/stat").read_bytes()

@@ -101,6 +101,7 @@ def start_paused(root: Path, flag: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "distilld", "compact", str(root), "--apply"],
                             env=child_env(**{PAUSE_ENV: PAUSE_AT, PAUSE_FILE_ENV: str(flag)}),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
     def paused() -> bool:
         assert proc.poll() is None, proc.communicate()
         return flag.exists()
