@@ -10,7 +10,14 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import oracle_cache
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The reference checker's answers, kept across runs by input hash (tests/oracle_cache.py).
+    if os.environ.get("DISTILLD_TEST_ORACLE_CACHE", "1") != "0" and config.cache is not None:
+        oracle_cache.cache_dir = config.cache.mkdir("oracle-verdicts")
 
 
 def _isolate(isolation: pytest.MonkeyPatch, config: Path, state: Path) -> Path:

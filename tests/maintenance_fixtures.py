@@ -9,24 +9,22 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
 from builders import EM, StoreBuilder
+from oracle_cache import run_oracle
 from distilld.engine.lock import format_iso, read_lock
 
-ORACLE = Path(__file__).resolve().parent / "oracle" / "distill-check-store.sh"
 OLD_HEADER = ("<!-- Managed by aura-distill. Max 80 lines. Entry: - [Title](path.md) -- when to read this. "
               "last_updated: 2026-08-30 -->")
 
 
 def oracle(store: Path, before: Path | None = None) -> tuple[int, str]:
     """(exit code, output) of the reference checker; C4 too with ``before``."""
-    argv = ["bash", str(ORACLE), str(store)] + (["--before", str(before)] if before else [])
-    done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=120, check=False)
-    assert done.returncode in (0, 1), done.stderr
-    return done.returncode, done.stdout
+    done = run_oracle([store, *(["--before", before] if before else [])])
+    assert done.returncode in (0, 1), done.stderr.decode("utf-8", "replace")
+    return done.returncode, done.stdout.decode("utf-8", "replace")
 
 
 def oracle_passes(store: Path, before: Path | None = None) -> str:

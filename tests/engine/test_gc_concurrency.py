@@ -101,7 +101,7 @@ def _agent(root_text: str, index: int, log: str, stop: Any, results: Any) -> Non
             marker = root / "data" / "agents" / f"{owner}-{done}"
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.write_text(f"{owner} {done}\n")
-            time.sleep(rng.uniform(0.002, 0.008))
+            time.sleep(rng.uniform(0.002, 0.008))  # deliberate: an agent's work, held a seeded random while
             line = read_lock(root)
             if line is None or (line.owner, line.epoch) != (owner, lock.epoch):
                 problems.append(f"iteration {done}: .lock says {line} while {owner} holds it")
@@ -110,7 +110,7 @@ def _agent(root_text: str, index: int, log: str, stop: Any, results: Any) -> Non
             _log(log, f"release {owner} {time.monotonic_ns()}\n")
             lock.release()
             done += 1
-            time.sleep(rng.uniform(0.01, 0.04))
+            time.sleep(rng.uniform(0.01, 0.04))  # deliberate: seeded random gaps interleave the agents and gc
     except Exception as error:
         problems.append(repr(error))
     results.put((index, done, timeouts, problems))

@@ -730,6 +730,7 @@ def test_lock_errors_carry_their_exit_codes() -> None:
 owners = st.from_regex(r"[A-Za-z0-9._:-]{1,40}", fullmatch=True)
 
 
+@pytest.mark.slow  # many examples: in the full run, not the default one
 @settings(max_examples=60, deadline=None)
 @given(owner=owners, epoch=st.integers(min_value=0, max_value=4_102_444_800))
 def test_written_lines_read_back(
@@ -1110,7 +1111,7 @@ def _cycler(root: str, index: int, cycles: int, log: str, results: Any) -> None:
             if not (Path(root) / ".status").read_text().startswith("running "):
                 problems.append("after acquire: .status is not running")
             for step in range(3):
-                time.sleep(0.002)
+                time.sleep(0.002)  # deliberate: the holder's work, so the others contend while it holds
                 check(f"before heartbeat {step}")
                 lock.heartbeat(step=step, signals=cycle)
                 check(f"after heartbeat {step}")

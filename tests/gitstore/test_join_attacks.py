@@ -18,6 +18,7 @@ from distilld.actions.sync import run_init
 from distilld.gitstore import cli_join, gitcli
 from distilld.gitstore.errors import GitBusy, GitStoreError
 from gitmachines import GitCli, Machine, Origin, lifecycle_store, pushed_machine, shared_files
+from waiting import wait_for
 
 
 def path_without_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -205,10 +206,8 @@ def test_a_join_killed_at_any_git_step_runs_again_to_the_same_store(
     b = Machine("b", tmp_path / "b", origin)
     assert killed_join(tmp_path, monkeypatch, origin, b.root, step) == -9
     monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])  # the real git again
-    deadline = time.monotonic() + 60
-    while not (tmp_path / f"{step}-finished").exists():  # the orphaned git step finishes on its own
-        assert time.monotonic() < deadline, f"the orphaned git {step} never finished"
-        time.sleep(0.05)
+    # The orphaned git step finishes on its own.
+    wait_for(lambda: (tmp_path / f"{step}-finished").exists(), 60, f"the orphaned git {step} to finish")
     outcome = b.init()
     assert outcome.mismatches == []
     assert b.head() == origin.head()
@@ -290,11 +289,9 @@ def test_a_git_that_hangs_is_given_up_on_and_leaves_no_process_behind(tmp_path: 
     _, notes = joined_notes(tmp_path, origin)
     assert time.monotonic() - started < 6, "a git that does not answer is given up on at its first question"
     assert any("did not answer" in n and "libgit2" in n for n in notes), notes
-    deadline = time.monotonic() + 30
     for pid in map(int, pids.read_text().split()):
-        while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
-            assert time.monotonic() < deadline, f"git's child {pid} still runs"
-            time.sleep(0.05)
+        wait_for(lambda: not Path(f"/proc/{pid}").exists() or "Z" in _state(pid), 30,  # noqa: B023
+                 f"git's child {pid} to end")
 
 
 def _state(pid: int) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pygit2
 import pytest
 from gitmachines import Machine, Origin, lifecycle_store
+from waiting import wait_for
 
 from distilld.engine.lock import StoreLock
 from distilld.settings import instance_key
@@ -37,15 +38,6 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     env.update(HOME=str(tmp_path / "home"), DISTILLD_STATE_DIR=str(tmp_path / "state"),
                DISTILLD_CONFIG_DIR=str(tmp_path / "config"))
     return env
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def run_while_the_distiller_writes(args: list[str], env: dict[str, str], distiller: StoreLock, root: Path,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from builders import healthy_store
+from waiting import wait_for
 
 from distilld.settings import instance_key
 
@@ -48,17 +49,12 @@ def test_notify_reload_and_stop(tmp_path: Path) -> None:
 
         (config / "config.toml").write_text("[watch]\nquiet_seconds = 1.5\n")
         process.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 20
-        while "reloaded the settings" not in activity.read_text() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert "reloaded the settings" in activity.read_text()
+        wait_for(lambda: "reloaded the settings" in activity.read_text(), 20, "the reload to be logged")
         assert json.loads(status_file.read_text())["watcher"]["quiet_seconds"] == 1.5
 
         (config / "config.toml").write_text("[watch]\nquiet_seconds = -1\n")
         process.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 20
-        while "reload refused" not in activity.read_text() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: "reload refused" in activity.read_text(), 20, "the refused reload to be logged")
         assert "reload refused, keeping the settings in use: config error at watch.quiet_seconds" in activity.read_text()
         assert process.poll() is None  # still running on the previous settings
 

@@ -13,23 +13,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from waiting import wait_for
 
 pytestmark = pytest.mark.slow
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 @pytest.fixture
@@ -57,14 +47,17 @@ def test_run_without_a_store_says_so_in_one_line_and_waits_for_it(env: dict[str,
         first = process.stderr.readline().decode()
         assert first.startswith(f"distilld: no store at {store}")
         assert f"`distilld new {store}`" in first and "waiting" in first
-        time.sleep(1)  # not a wait for a condition: the process must simply still be there
-        assert process.poll() is None, "a missing store must not end the daemon (a service would crash-loop)"
         made = subprocess.run(distilld("new"), env=env, capture_output=True, text=True, timeout=60)
         assert made.returncode == 0 and (store / "CATALOG.md").exists()
-        status = lambda: subprocess.run(distilld("status", "--json"), env=env, capture_output=True,  # noqa: E731
-                                        text=True, timeout=60).stdout
+
+        def followed() -> bool:
+            # Alive at every look, from its first line until it has checked the new store.
+            assert process.poll() is None, "a missing store must not end the daemon (a service would crash-loop)"
+            return "C1-C3 pass" in subprocess.run(distilld("status", "--json"), env=env, capture_output=True,
+                                                  text=True, timeout=60).stdout
+
         # The watcher notices the new folder (it looks every 15 s), rescans it and checks it.
-        wait_for(lambda: "C1-C3 pass" in status(), 90, "the daemon to follow and check the new store")
+        wait_for(followed, 90, "the daemon to follow and check the new store")
     finally:
         process.send_signal(signal.SIGTERM)
         _, rest = process.communicate(timeout=60)
@@ -85,15 +78,21 @@ def test_run_on_a_terminal_prints_plain_lines_and_no_traceback(env: dict[str, st
             ready, _, _ = select.select([leader], [], [], 0.5)
             if ready:
                 seen += os.read(leader, 65536)
-        time.sleep(1)  # let anything printed after the waiting line arrive too
-        while select.select([leader], [], [], 0.2)[0]:
-            try:
-                seen += os.read(leader, 65536)
-            except OSError:
-                break
-    finally:
+        # Everything it prints, to its end: stopped, it has written all it ever will.
         process.send_signal(signal.SIGTERM)
         process.wait(60)
+        while select.select([leader], [], [], 0)[0]:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end is closed: all was read
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(60)
         os.close(leader)
     text = seen.decode(errors="replace")
     assert "waiting" in text and "`distilld new" in text

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from distilld.runtime.scheduler import JOBS, Schedule, Worker
 from distilld.settings import ScheduleSettings
+from waiting import wait_for
 
 
 class Tracker:
@@ -26,7 +27,7 @@ class Tracker:
             self.active += 1
             self.max_active = max(self.max_active, self.active)
             self.threads.add(threading.current_thread().name)
-        time.sleep(self.duration)
+        time.sleep(self.duration)  # the job's own work: how long it runs is what is simulated
         with self._lock:
             self.runs.append((job, trigger))
             self.active -= 1
@@ -38,7 +39,7 @@ def test_requests_made_while_running_are_merged_into_one_more_run() -> None:
     worker.start()
     try:
         worker.request("follow", "watch")
-        time.sleep(0.1)  # running now
+        wait_for(lambda: tracker.active == 1, 5, "the first run to be running")
         for _ in range(50):
             worker.request("follow", "watch")
         assert worker.wait_idle(5)
@@ -85,6 +86,8 @@ def test_pause_holds_requests_until_resume() -> None:
     try:
         worker.pause()
         worker.request("compaction", "run-now")
+        # An absence over time, deliberately: an unpaused worker starts a request within
+        # milliseconds (every other test here), so 0.2 s without a run is the pause holding it.
         time.sleep(0.2)
         assert tracker.runs == []
         assert worker.state()["pending"] == {"compaction": "run-now"}
@@ -138,6 +141,8 @@ def test_missed_runs_are_caught_up_once_at_start() -> None:
     try:
         schedule.start({"compaction": long_ago, "sync": recent, "reconcile": recent})
         assert worker.wait_idle(5)
+        # An absence over time, deliberately: a second catch-up would be queued at once, so
+        # 0.5 s more without one is the scheduler catching up only once.
         time.sleep(0.5)
         assert worker.wait_idle(5)
         runs = schedule.next_runs()
@@ -162,9 +167,7 @@ def test_a_late_timer_still_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         job = schedule._scheduler.get_job("sync")
         job.modify(next_run_time=datetime.now(UTC) - timedelta(minutes=10))  # "slept" past it
         schedule._scheduler.wakeup()
-        deadline = time.monotonic() + 5
-        while not tracker.runs and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: tracker.runs, 5, "the late run")
     finally:
         schedule.shutdown()
         worker.shutdown(5)

@@ -19,6 +19,7 @@ from distilld.log import (
     read_json,
     tail_lines,
 )
+from waiting import wait_for
 
 LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  \S.*$")
 
@@ -57,16 +58,28 @@ def test_follow_sees_new_lines_and_rotation(tmp_path: Path) -> None:
 
     thread = threading.Thread(target=reader)
     thread.start()
-    time.sleep(0.1)
-    for index in range(12):
-        log.write(f"after {index}")
-        time.sleep(0.03)
-    deadline = time.monotonic() + 3
-    while len(seen) < 12 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    stop.set()
-    thread.join()
-    assert [line.split("  ", 1)[1] for line in seen] == [f"after {i}" for i in range(12)]
+
+    def ready_seen() -> bool:  # it follows from the end once it first looks: is that look done?
+        log.write("ready")
+        return bool(seen)
+
+    def seen_line(text: str) -> bool:
+        return any(line.endswith(f"  {text}") for line in seen)
+
+    try:
+        wait_for(ready_seen, 5, "the follower to start", interval=0.1)
+        # Two lines at a time, each pair waited for: a rotation can fall between the two (the rest
+        # of the rotated file must come first), never two in one look (backups=1 keeps one file).
+        for index in range(0, 12, 2):
+            log.write(f"after {index}")
+            log.write(f"after {index + 1}")
+            last = f"after {index + 1}"
+            wait_for(lambda: seen_line(last), 5, f"line {last!r}")  # noqa: B023 (waited for here)
+    finally:
+        stop.set()
+        thread.join()
+    said = [line.split("  ", 1)[1] for line in seen]
+    assert said == ["ready"] * said.count("ready") + [f"after {i}" for i in range(12)]
 
 
 def test_status_file_is_replaced_whole(tmp_path: Path) -> None:

@@ -10,25 +10,17 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from distilld.runtime import watcher as watcher_module
 from distilld.runtime.debounce import Debouncer
 from distilld.runtime.watch_paths import classify, scan_shared
-from distilld.runtime.watcher import StoreWatcher
+from distilld.runtime.watcher import OWN_WRITE_MARGIN, StoreWatcher
+from waiting import wait_for
 
 QUIET = 0.3
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 @pytest.mark.parametrize("rel, is_dir, kind", [
@@ -63,6 +55,23 @@ def test_classify(rel: str, is_dir: bool, kind: str | None) -> None:
     assert classify(rel.replace("/", os.sep), is_dir) == kind
 
 
+class ManualClock:
+    """The debouncer's clock, moved by the test: nothing is due until the test says time passed,
+    so how fast the machine writes the burst cannot split it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def advance(debouncer: Debouncer, clock: ManualClock, seconds: float) -> None:
+    """Move the debouncer's clock on, and wake it to look at it."""
+    clock.now += seconds
+    debouncer.configure(debouncer.quiet, debouncer.max_wait)
+
+
 class Recorder:
     def __init__(self) -> None:
         self.batches: list[tuple[set[str], bool]] = []
@@ -80,32 +89,33 @@ class Recorder:
 
 
 def test_debouncer_waits_for_quiet() -> None:
-    recorder = Recorder()
-    debouncer = Debouncer(QUIET, 10, recorder.flush)
+    recorder, clock = Recorder(), ManualClock()
+    debouncer = Debouncer(QUIET, 10, recorder.flush, clock=clock)
     debouncer.start()
     try:
         for index in range(20):
             debouncer.add([f"projects/{index}.md"])
-            time.sleep(0.02)
-        assert recorder.batches == []
-        assert wait_for(lambda: len(recorder.batches) == 1)
+            advance(debouncer, clock, QUIET / 10)  # never quiet for QUIET
+        assert recorder.batches == [] and debouncer.pending[0] == 20
+        advance(debouncer, clock, QUIET)
+        wait_for(lambda: len(recorder.batches) == 1, 10, "the batch once quiet")
         assert len(recorder.batches[0][0]) == 20
-        time.sleep(QUIET * 2)
-        assert len(recorder.batches) == 1
+        assert debouncer.pending == (0, None)  # nothing left that a second batch could hand over
     finally:
         debouncer.stop()
 
 
 def test_debouncer_flushes_at_max_wait_while_events_keep_coming() -> None:
-    recorder = Recorder()
-    debouncer = Debouncer(0.5, 1.0, recorder.flush)
+    recorder, clock = Recorder(), ManualClock()
+    debouncer = Debouncer(0.5, 1.0, recorder.flush, clock=clock)
     debouncer.start()
     try:
-        started = time.monotonic()
-        while time.monotonic() - started < 1.6:
+        for _ in range(32):  # 1.6 s of the debouncer's time, an event every 0.05 s: never quiet
             debouncer.add(["projects/busy.md"])
-            time.sleep(0.05)
-        assert len(recorder.batches) >= 1  # never quiet for 0.5 s, flushed anyway at 1 s
+            advance(debouncer, clock, 0.05)
+        # The clock stands still from here, so quiet is never reached: only max wait can flush.
+        wait_for(lambda: recorder.batches, 10, "a batch at the maximum wait")
+        assert recorder.batches[0][0] == {"projects/busy.md"}
     finally:
         debouncer.stop()
 
@@ -116,7 +126,7 @@ def test_poke_counts_as_activity() -> None:
     debouncer.start()
     try:
         debouncer.poke()
-        assert wait_for(lambda: recorder.batches == [(set(), True)])
+        wait_for(lambda: recorder.batches == [(set(), True)], 5, "the poke's empty batch")
     finally:
         debouncer.stop()
 
@@ -144,17 +154,6 @@ def watched(store: Path) -> Iterator[tuple[StoreWatcher, Recorder]]:
         debouncer.stop()
 
 
-class ManualClock:
-    """The debouncer's clock, moved by the test: nothing is due until the test says time passed,
-    so how fast the machine writes the burst cannot split it."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_burst_of_a_thousand_events_is_one_batch(store: Path) -> None:
     recorder, clock = Recorder(), ManualClock()
     debouncer = Debouncer(QUIET, 5, recorder.flush, clock=clock)
@@ -169,7 +168,7 @@ def test_a_burst_of_a_thousand_events_is_one_batch(store: Path) -> None:
         # of the burst has reached the debouncer, however slowly a loaded machine delivered them.
         sentinel = "projects/zz-last.md"
         (store / sentinel).write_text("last\n")
-        assert wait_for(lambda: debouncer.pending[0] == 51, timeout=60)
+        wait_for(lambda: debouncer.pending[0] == 51, 60, "every event of the burst and the last file")
         assert recorder.batches == []
 
         def quiet_passed() -> bool:
@@ -177,9 +176,10 @@ def test_a_burst_of_a_thousand_events_is_one_batch(store: Path) -> None:
             debouncer.configure(QUIET, 5)  # wakes it to look at the clock again
             return len(recorder.batches) >= 1
 
-        assert wait_for(quiet_passed, timeout=60)
+        wait_for(quiet_passed, 60, "the burst's one batch")
         assert recorder.batches[0][0] == {f"projects/f{i}.md" for i in range(50)} | {sentinel}
-        wait_for(quiet_passed, timeout=QUIET * 3)  # the last file's own trailing events, if any
+        # The last file's own trailing events, if any, are handed over too; no more can come.
+        wait_for(lambda: debouncer.pending[0] == 0, 10, "nothing pending")
         assert all(batch <= {sentinel} for batch, _ in recorder.batches[1:])
     finally:
         watcher.stop()
@@ -195,8 +195,11 @@ def test_ignored_paths_never_trigger(watched: tuple[StoreWatcher, Recorder], sto
     (store / "local").mkdir()
     (store / "local" / "SPINE.md").write_text("local\n")
     (store / ".status").write_text("idle\n")
-    time.sleep(QUIET * 4)
-    assert recorder.batches == []
+    # Events arrive in order: once a content file written last is handed over, every event of the
+    # ignored writes has been seen; none of them may be in that batch or an earlier one.
+    (store / "projects" / "sentinel.md").write_text("last\n")
+    wait_for(lambda: recorder.batches, 10, "the sentinel's batch")
+    assert recorder.batches == [({"projects/sentinel.md"}, False)]
 
 
 def test_atomic_save_counts_by_its_target(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
@@ -204,7 +207,7 @@ def test_atomic_save_counts_by_its_target(watched: tuple[StoreWatcher, Recorder]
     temp = store / "projects" / "x.md.tmp"
     temp.write_text("new\n")
     os.replace(temp, store / "projects" / "x.md")
-    assert wait_for(lambda: len(recorder.batches) == 1)
+    wait_for(lambda: len(recorder.batches) == 1, 5, "the atomic save's batch")
     assert "projects/x.md" in recorder.batches[0][0]
 
 
@@ -212,9 +215,10 @@ def test_lock_events_are_reported_separately(watched: tuple[StoreWatcher, Record
     _, recorder = watched
     (store / ".lock").write_text("alpha 1 2026-01-01T00:00:00Z\n")
     (store / ".lock").unlink()
-    assert wait_for(lambda: recorder.lock_events >= 2)
-    time.sleep(QUIET * 2)
-    assert recorder.batches == []
+    wait_for(lambda: recorder.lock_events >= 2, 5, "both lock events")
+    (store / "projects" / "sentinel.md").write_text("last\n")  # in order after the lock's events
+    wait_for(lambda: recorder.batches, 10, "the sentinel's batch")
+    assert recorder.batches == [({"projects/sentinel.md"}, False)]  # .lock itself is no content
 
 
 def test_own_writes_are_dropped_but_later_changes_are_not(watched: tuple[StoreWatcher, Recorder],
@@ -224,8 +228,11 @@ def test_own_writes_are_dropped_but_later_changes_are_not(watched: tuple[StoreWa
     (store / "CATALOG.md").write_text("# Knowledge catalog\n")
     (store / "archive" / "projects").mkdir()
     (store / "archive" / "projects" / "old.md").write_text("old\n")
-    time.sleep(0.05)
-    watcher.record_own(before, scan_shared(store), started, time.time())
+    # The pass ends once the clock is past its last write's mtime by the margin for a coarse clock.
+    newest = max((store / rel).stat().st_mtime for rel in ("CATALOG.md", "archive/projects/old.md"))
+    ended = wait_for(lambda: (now := time.time()) > newest + OWN_WRITE_MARGIN and now, 5,
+                     "the clock to pass the writes")
+    watcher.record_own(before, scan_shared(store), started, ended)
     assert watcher.drop_own({"CATALOG.md", "archive/projects", "archive/projects/old.md"}) == set()
     (store / "CATALOG.md").write_text("# Knowledge catalog\n\nedited by someone else\n")
     assert watcher.drop_own({"CATALOG.md"}) == {"CATALOG.md"}
@@ -236,10 +243,14 @@ def test_own_writes_are_dropped_but_later_changes_are_not(watched: tuple[StoreWa
 def test_a_write_after_the_pass_is_not_taken_for_ours(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
     watcher, _ = watched
     before, started = scan_shared(store), time.time()
-    time.sleep(0.05)
     ended = time.time()
-    time.sleep(0.05)
-    (store / "projects" / "late.md").write_text("a distiller, right after our release\n")
+    late = store / "projects" / "late.md"
+
+    def written_after_the_pass() -> bool:  # its mtime past the pass's end, as the watcher reads it
+        late.write_text("a distiller, right after our release\n")
+        return late.stat().st_mtime > ended
+
+    wait_for(written_after_the_pass, 5, "a write with an mtime after the pass")
     watcher.record_own(before, scan_shared(store), started, ended)
     assert watcher.drop_own({"projects/late.md"}) == {"projects/late.md"}
 
@@ -251,7 +262,8 @@ def test_overflow_restarts_the_observer_and_rescans(watched: tuple[StoreWatcher,
     assert watcher.health.overflows == 1 and watcher.health.restarts == 1
     assert recorder.rescans and "overflow" in recorder.rescans[0]
     (store / "projects" / "after.md").write_text("x\n")  # the new observer works
-    assert wait_for(lambda: any("projects/after.md" in b for b, _ in recorder.batches))
+    wait_for(lambda: any("projects/after.md" in b for b, _ in recorder.batches), 5,
+             "projects/after.md's batch")
 
 
 def test_a_dead_observer_is_restarted(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
@@ -262,7 +274,8 @@ def test_a_dead_observer_is_restarted(watched: tuple[StoreWatcher, Recorder], st
     watcher.check()
     assert recorder.rescans == ["the observer thread died"]
     (store / "projects" / "after.md").write_text("x\n")
-    assert wait_for(lambda: any("projects/after.md" in b for b, _ in recorder.batches))
+    wait_for(lambda: any("projects/after.md" in b for b, _ in recorder.batches), 5,
+             "projects/after.md's batch")
 
 
 def test_a_replaced_root_is_watched_again(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
@@ -275,9 +288,10 @@ def test_a_replaced_root_is_watched_again(watched: tuple[StoreWatcher, Recorder]
         watcher.check()
         return bool(recorder.rescans)
 
-    assert wait_for(restarted)
+    wait_for(restarted, 5, "the watcher to notice the replaced root")
     (store / "projects" / "again.md").write_text("x\n")
-    assert wait_for(lambda: any("projects/again.md" in b for b, _ in recorder.batches))
+    wait_for(lambda: any("projects/again.md" in b for b, _ in recorder.batches), 5,
+             "projects/again.md's batch")
 
 
 def test_watch_limit_falls_back_to_polling(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -304,7 +318,8 @@ def test_watch_limit_falls_back_to_polling(store: Path, monkeypatch: pytest.Monk
         assert watcher.health.mode == "polling"
         assert "max_user_watches" in (watcher.health.note or "")
         (store / "projects" / "polled.md").write_text("x\n")
-        assert wait_for(lambda: any("projects/polled.md" in b for b, _ in recorder.batches))
+        wait_for(lambda: any("projects/polled.md" in b for b, _ in recorder.batches), 5,
+                 "projects/polled.md's batch")
     finally:
         watcher.stop()
         debouncer.stop()
@@ -338,8 +353,8 @@ def test_handler_errors_do_not_kill_the_observer(watched: tuple[StoreWatcher, Re
 
     monkeypatch.setattr(watcher, "_on_event", flaky)
     (store / "projects" / "one.md").write_text("1\n")
-    assert wait_for(calls.is_set)
-    time.sleep(0.1)
+    wait_for(calls.is_set, 5, "the failing handler call")
     (store / "projects" / "two.md").write_text("2\n")
-    assert wait_for(lambda: any("projects/two.md" in b for b, _ in recorder.batches))
+    wait_for(lambda: any("projects/two.md" in b for b, _ in recorder.batches), 5,
+             "projects/two.md's batch")
     assert watcher._observer is not None and watcher._observer.is_alive()

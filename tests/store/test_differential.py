@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from builders import EM, FIXED_NOW, StoreBuilder, healthy_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle_cache import run_oracle
 
 from distilld.policy import load_policy
 from distilld.store.catalog import render_catalog
@@ -28,16 +28,14 @@ from distilld.store.snapshot import take_snapshot
 
 LIMITS = load_policy().limits
 
-ORACLE = Path(__file__).resolve().parents[1] / "oracle" / "distill-check-store.sh"
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="the oracle needs bash")
 
 
 def oracle_verdicts(store: Path, before: Path | None = None) -> dict[str, str]:
-    argv = ["bash", str(ORACLE), str(store)] + (["--before", str(before)] if before else [])
-    done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=60)
+    done = run_oracle([store, *(["--before", before] if before else [])], timeout=60)
     assert done.returncode in (0, 1), done.stderr
     verdicts = {}
-    for line in done.stdout.splitlines():
+    for line in done.stdout.decode("utf-8", "replace").splitlines():
         head = line.split(" ")
         if len(head) == 2 and head[0] in GROUPS and head[1] in ("PASS", "FAIL"):
             verdicts[head[0]] = head[1]
@@ -56,8 +54,7 @@ def distilld_verdicts(store: Path, before: Path | None = None) -> dict[str, str]
 
 
 def oracle_catalog(store: Path) -> bytes:
-    env = {**os.environ, "DISTILL_NOW": "2026-11-30T12:00:00Z"}
-    done = subprocess.run(["bash", str(ORACLE), "--print-catalog", str(store)], capture_output=True, env=env, timeout=60)
+    done = run_oracle(["--print-catalog", store], env={"DISTILL_NOW": "2026-11-30T12:00:00Z"}, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,6 +82,7 @@ PIECES = [b"---", b"\n", b"\r", b"\r\n", b"- ", b"#", b"# Title", b"lifecycle: p
           b"lifecycle:\tpinned", b"oversize", b":", b"\t", b"last", b"_validated: 2027-01-01"]
 
 
+@pytest.mark.slow  # many examples: in the full run, not the default one
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), max_size=40))
 def test_lazy_facts_equal_the_whole_text_reading(pieces: list[bytes]) -> None:

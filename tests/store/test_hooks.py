@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from distilld.store.hook_clauses import Clause, split_clauses
 from distilld.store.hooks import ELLIPSIS, KEYWORDS, MARKER_TEXT_RE, short_entry, short_hook
 from distilld.store.spine import Spine
@@ -172,6 +173,7 @@ WORDS = ["Kafka", "queue", "retries", "`x --flag`", "\"timeout\"", "(an aside, w
          "the", "never", "Acme Bank", "[IMPORTANT]", "e.g. this", "\u00e9t\u00e9", "\U0001f642"]
 
 
+@pytest.mark.slow  # many examples: in the full run, not the default one
 @settings(max_examples=300, deadline=None)
 @given(clauses=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join), min_size=1,
                         max_size=12),

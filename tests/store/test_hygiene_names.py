@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +14,7 @@ PIECES = ["/", "-", ".", "..", " ", "a", "x.md", "con", "CON", "Com1", "lpt9", "
           "\u2014", "\udcff", "1", "0"]
 
 
+@pytest.mark.slow  # many examples: in the full run, not the default one
 @settings(max_examples=2000, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=8))
 def test_a_name_the_quick_look_passes_is_safe(pieces: list[str]) -> None:

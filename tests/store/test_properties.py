@@ -213,6 +213,7 @@ def is_subsequence(part: list[str], whole: list[str]) -> bool:
     return all(any(item == candidate for candidate in it) for item in part)
 
 
+@pytest.mark.slow  # many examples: in the full run, not the default one
 @FUZZ
 @given(raw=RAW)
 def test_spine_parser_never_crashes(raw: bytes) -> None:
@@ -227,6 +228,7 @@ def test_spine_parser_never_crashes(raw: bytes) -> None:
     _ = spine.has_catalog_line
 
 
+@pytest.mark.slow  # many examples: in the full run, not the default one
 @FUZZ
 @given(raw=RAW)
 def test_ledger_parser_never_crashes(raw: bytes) -> None:
@@ -241,6 +243,7 @@ def test_ledger_parser_never_crashes(raw: bytes) -> None:
     _ = ledger.last_archive_line("archive/craft/a.md")
 
 
+@pytest.mark.slow  # many examples: in the full run, not the default one
 @FUZZ
 @given(raw=RAW)
 def test_catalog_parser_never_crashes(raw: bytes) -> None:
@@ -253,6 +256,7 @@ def test_catalog_parser_never_crashes(raw: bytes) -> None:
     _ = (catalog.row_for("craft/a.md"), catalog.listed_paths, catalog.stamp_masked())
 
 
+@pytest.mark.slow  # many examples: in the full run, not the default one
 @FUZZ
 @given(raw=RAW)
 def test_knowledge_file_parser_never_crashes(raw: bytes) -> None:
@@ -266,6 +270,7 @@ def test_knowledge_file_parser_never_crashes(raw: bytes) -> None:
     assert file.sha256 == sha256_hex(raw)
 
 
+@pytest.mark.slow  # many examples: in the full run, not the default one
 @FUZZ
 @given(raw=RAW)
 def test_sha256_norm_follows_the_awk_reference(raw: bytes) -> None:

@@ -3,6 +3,7 @@ shortened SPINE hook lists as keywords when its own words do not fit (store/hook
 
 from __future__ import annotations
 
+import pytest
 from distilld.store.hooks import KEYWORDS, short_hook
 from distilld.store.terms import StoreTerms, file_terms
 from hypothesis import given, settings
@@ -121,6 +122,7 @@ TERMS = [term for term, _ in file_terms(doc(
     "- Osprey and HTTP 429 from OpenSearch; caf\u00e9.menu_v2 and the \u65e5\u672c Gateway.\n"))]
 
 
+@pytest.mark.slow  # many examples: in the full run, not the default one
 @settings(max_examples=300, deadline=None)
 @given(clauses=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join), min_size=1,
                         max_size=12),

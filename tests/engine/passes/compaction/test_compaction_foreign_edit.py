@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from distilld.engine.crash import CRASH_ENV, PAUSE_ENV, PAUSE_FILE_ENV
 from distilld.engine.journal import journal_order
 from distilld.store.findings import Finding, fail
 from maintenance_fixtures import age_lock, have_bash, migrated_store_over_targets, oracle_passes
+from waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not have_bash(), reason="the reference checker needs bash")]
 PAUSE_AT = "step-marked:2"  # steps 0 and 1 (the splits of craft/testing.md and ops/deploy.md) are done
@@ -101,11 +101,12 @@ def start_paused(root: Path, flag: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "distilld", "compact", str(root), "--apply"],
                             env=child_env(**{PAUSE_ENV: PAUSE_AT, PAUSE_FILE_ENV: str(flag)}),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + DEADLINE
-    while not flag.exists():
+
+    def paused() -> bool:
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the compaction never reached its pause"
-        time.sleep(0.02)
+        return flag.exists()
+
+    wait_for(paused, DEADLINE, "the compaction to reach its pause", interval=0.02)
     return proc
 
 

@@ -55,6 +55,7 @@ def check_migrated(root: Path, backup: Path) -> None:
     assert (root / "local" / "SPINE.md").exists() and (root / "topics" / "reading-list.md").exists()
 
 
+@pytest.mark.slow  # over 2 s: in the full run, not the default one
 def test_an_adversarial_store_b_shaped_store_migrates_with_headroom(tmp_path: Path) -> None:
     root = generate(tmp_path / "store", 1)
     backup = migrate(root)
@@ -63,6 +64,7 @@ def test_an_adversarial_store_b_shaped_store_migrates_with_headroom(tmp_path: Pa
         oracle_passes(root, backup)
 
 
+@pytest.mark.slow  # over 2 s: in the full run, not the default one
 def test_joined_pointer_groups_become_one_group_and_keep_every_word(tmp_path: Path) -> None:
     root = generate(tmp_path / "store", 2)
     joined = [e for e in take_snapshot(root).spine.entries if e.foreign_joiners]  # type: ignore[union-attr]

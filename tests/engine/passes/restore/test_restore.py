@@ -402,6 +402,7 @@ def whole_words_of(out: str, hook: str) -> bool:
     return True
 
 
+@pytest.mark.slow  # many examples: in the full run, not the default one
 @settings(max_examples=400, deadline=None)
 @given(body=st.lists(clause_text, max_size=8), read=st.one_of(st.none(), clause_text.map(lambda c: f"Read when {c}.")),
        ends=st.lists(st.sampled_from([".", ";"]), min_size=8, max_size=8), limit=st.integers(0, 420))
