@@ -145,11 +145,13 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
             report.recovery = recovered
         if report.recovery is not None and report.recovery.rolled_back:
             ctx.take_baseline()
+        rolled_back = False
         for attempt in range(PLAN_ATTEMPTS):
             before = take_snapshot(ctx.root)
             plan = report.plan = plan_for(before, policy, ctx.now())
             report.outcome = apply_compaction(ctx, plan, before)
             if report.outcome.rolled_back:
+                rolled_back = True
                 report.notes.append(report.outcome.rollback_note("the compaction"))
             # A rollback that kept a foreign change (a writer's new file after the catalog was
             # rebuilt, say) leaves a store the plan never saw: plan again at once, so the pass
@@ -159,8 +161,10 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
             if not again or attempt + 1 == PLAN_ATTEMPTS:
                 break
             ctx.take_baseline()  # planned again from the store as it now is, the foreign edit in it
-        if report.outcome.rolled_back is not None and stale_reasons(take_snapshot(ctx.root)):
-            write_catalog(ctx)  # the last attempt rolled back too: the writer's file still gets its row
+        if rolled_back and stale_reasons(take_snapshot(ctx.root)):
+            # a later plan that had nothing to do (or rolled back too) rebuilt no catalog: the
+            # files written meanwhile still get their rows
+            write_catalog(ctx)
             report.notes.append("the catalog was rebuilt after the rollback, for files written meanwhile")
         if not plan.steps:
             report.notes.append("nothing to compact: the SPINE and every tier file are within their targets"

@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitmachines import GitCli, Origin, failures
+from builders import EM
+from distilld.engine import finish
+from gitmachines import GitCli, Origin, assert_converged, failures
 from soak_machines import Soak
 
 pytestmark = pytest.mark.slow
@@ -33,3 +35,43 @@ def test_two_machines_compacting_converge_without_markers_or_duplicates(
     assert figures.share_last <= figures.share_first + 0.1, report
     assert figures.problems == [], report
     assert failures(soak.a.root) == [] and failures(soak.b.root) == []
+
+
+def test_a_split_rolled_back_under_a_writer_never_syncs_a_pointer_to_a_missing_child(
+        tmp_path: Path, origin: Origin, git: GitCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The soak's "SPINE pointer to missing file: projects/<name>-2.md", on two machines: b's
+    compaction splits heron while a's edits of heron come in; a writer on b adds a file between
+    b's catalog rebuild and its self-check, so the pass is rolled back keeping the SPINE (with
+    the child's pointer) and removing the child. Planned again at once, it splits again; both
+    machines end identical, passing C1-C3."""
+    soak = Soak(tmp_path, origin, git, rounds=1, seed=3)
+    a, b = soak.a, soak.b
+    a.append("projects/heron.md", "- a line from a\n")
+    assert a.sync().pushed
+    b.append("projects/heron.md", "".join(
+        f"## Part {n}\n\n" + "".join(f"- heron fact {n}.{k} about the queue and the replay rules.\n"
+                                      for k in range(8)) + "\n" for n in range(8)))
+    real = finish.crashpoint
+    written: list[bool] = []
+
+    def writer_between_catalog_and_check(boundary: str) -> None:
+        real(boundary)
+        if boundary == "catalog-written" and not written:
+            written.append(True)
+            b.write("projects/flags.md", "---\ndomain: project\nscope: Flags\nlast_updated: 2026-11-30\n---\n\n"
+                                         "# Flags\n\n- Flags default off.\n")
+            spine = b.read("SPINE.md").decode()
+            b.write("SPINE.md", spine.replace("\n## Feedback", f"\n- [Flags](projects/flags.md) {EM} flags. "
+                                                               "Read before adding a flag.\n\n## Feedback", 1))
+
+    monkeypatch.setattr(finish, "crashpoint", writer_between_catalog_and_check)
+    report = soak.compact(b)
+    monkeypatch.undo()
+
+    assert written and report is not None
+    assert any("rolled back" in note for note in report.notes), report.notes
+    assert failures(b.root) == []
+    for machine in (b, a, b):
+        assert machine.sync().ok
+    files = assert_converged(origin, a, b)  # C1-C3 pass on both: no pointer to a missing child
+    assert "projects/heron-2.md" in files and b"(projects/heron-2.md)" in files["SPINE.md"]
