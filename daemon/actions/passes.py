@@ -12,7 +12,7 @@ from pathlib import Path
 from ..engine.context import PassContext
 from ..engine.guard import guarded_pass
 from ..engine.lock import AcquireKind, StoreLock, default_owner
-from ..errors import LockHeld, LockLost, StoreError, StoreRefused
+from ..errors import LockHeld, LockIOError, LockLost, StoreError, StoreRefused
 from ..policy import Policy
 from ..log import ActivityLog
 from ..settings import InstancePaths
@@ -95,12 +95,20 @@ def store_lock_held(root: Path, policy: Policy, wait: float = 0, owner: str | No
                        "Try again later, or pass --wait SECONDS.", held.owner, held.age) from None
     try:
         yield lock
-    finally:
+    except BaseException:
         if taken.kind is not AcquireKind.ALREADY_HELD:
+            # The pass's own error says what failed (a full disk names the file it could not
+            # write); a release that fails after it, on the same full disk, must not hide it.
             try:
                 lock.release()
-            except LockLost:
-                pass  # taken over as stale meanwhile: the pass already stopped at its heartbeat
+            except (LockLost, LockIOError):
+                pass
+        raise
+    if taken.kind is not AcquireKind.ALREADY_HELD:
+        try:
+            lock.release()
+        except LockLost:
+            pass  # taken over as stale meanwhile: the pass already stopped at its heartbeat
 
 
 @contextmanager
