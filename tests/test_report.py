@@ -44,10 +44,11 @@ def test_the_summary_names_the_sections(store_b: Path, capsysbinary: pytest.Capt
     for title in ("Index cost", "Growth", "Tier files", "Lifecycle", "Links", "Archive and ledger",
                   "What distilld did"):
         assert f"\n{title}\n" in out
-    assert "SPINE.md 51,203 B (3.20x the byte cap), 79 lines; 65 entries, 95 links" in out
-    assert "with 3 helpers ~51,204" in out
-    assert "(+65.0%); entries 65 -> 65" in out
-    assert "older rule (any mention blocks): " in out  # the figures depend on today: see tests/store
+    flowing = " ".join(out.split())  # lines are wrapped within 80 columns
+    assert "SPINE.md 51,203 B (3.20x the byte cap), 79 lines; 65 entries, 95 links" in flowing
+    assert "with 3 helpers ~51,204" in flowing
+    assert "(+65.0%); entries 65 -> 65" in flowing
+    assert "older rule (any mention blocks): " in flowing  # the figures depend on today: see tests/store
 
 
 @pytest.mark.parametrize("kind", ["store-b", "no-git", "empty"])
@@ -189,3 +190,17 @@ def test_the_time_charts_name_about_ten_days_have_one_axis_and_draw_the_budget()
         shown = re.findall(r'>(2026-\d\d-\d\d)</text>', svg)
         assert 6 <= len(shown) <= 12, shown
     assert "budget (16,000 B)" in growth_charts(series, 16000)[0]
+
+
+def test_the_text_summary_stays_within_80_columns_and_breaks_between_words(
+        store_b: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    # issue 27: 14 of 32 lines ran past 80 columns, and the terminal broke words ("oversi/ze")
+    code, out, _ = run(capsysbinary, str(store_b), "--since", "2026-08-01")
+    assert code == 0
+    lines = out.splitlines()
+    # only one word longer than a line (a path) is left whole, on a line of its own
+    assert [line for line in lines if len(line) > 80 and len(line.split()) > 1] == []
+    words = out.split()
+    for word in ("oversize", "cross-references", "helpers"):
+        assert word in words or any(w.startswith(word) for w in words), word
+    assert len(lines) <= 45

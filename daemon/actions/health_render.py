@@ -1,8 +1,10 @@
-"""The health report as a one-screen terminal summary, and as JSON with every figure."""
+"""The health report as a terminal summary (every line within 80 columns, wrapped between words,
+about 40 rows), and as JSON with every figure."""
 
 from __future__ import annotations
 
 import json
+import textwrap
 
 from ..store.health_blocks import BOUNDS
 from ..store.health_model import Figure, HealthReport, Section
@@ -134,7 +136,19 @@ def render_text(report: HealthReport) -> str:
         RENDERERS[section.key](lines)
         out += lines.done()
     out.append("~ marks an estimate; `--json` and `--html FILE` say how each figure is counted.")
-    return "\n".join(out) + "\n"
+    return "\n".join(wrapped for line in out for wrapped in _wrap(line)) + "\n"
+
+
+WIDTH = 80  # a terminal's width: a line the terminal wraps breaks words ("oversi/ze")
+
+
+def _wrap(line: str) -> list[str]:
+    """One line within WIDTH columns, broken between words; continuations indented under it. A
+    path longer than the line is left whole, never cut."""
+    if len(line) <= WIDTH:
+        return [line]
+    indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+    return textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
 
 
 def render_json(report: HealthReport) -> str:
