@@ -339,7 +339,7 @@ def test_run_now_with_a_job_name_it_does_not_know_lists_the_jobs(tmp_path: Path,
     assert "follow, sync, compaction, lifecycle, reconcile" in err
     store = healthy_store(tmp_path / "store").root
     code, _, err = run(capsys, "run-now", str(store))  # a path is still a store
-    assert code == 3 and "not running" in err
+    assert code == 3 and "no daemon follows this store" in err
 
 
 def test_an_unforeseen_error_is_one_line_and_a_crash_report_never_a_traceback(

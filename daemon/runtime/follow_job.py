@@ -148,8 +148,11 @@ def _report_outside_edits(env: JobEnv) -> None:
     env.outside_edits = set()
     if not edits:
         return
+    # said as what happens to them: not "committed" in a store distilld does not commit (issue 27)
+    committing = env.settings.git.commit and not (env.status.get("git") or {}).get("note")
+    then = "committed as they are" if committing else "kept as they are"
     env.activity.write(f"edited outside a distillation (no lock held, no distillation running): "
-                       f"{listing(edits, 5)}; committed as they are, nothing in them changed")
+                       f"{listing(edits, 5)}; {then}, nothing in them changed")
     seen = {item.get("path"): item for item in env.status.get("outside_edits") or [] if isinstance(item, dict)}
     for path in edits:
         seen[path] = {"path": path, "at": utc_stamp()}

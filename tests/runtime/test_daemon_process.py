@@ -215,7 +215,8 @@ def test_a_second_instance_is_refused(daemon: Daemon) -> None:
     done = subprocess.run([sys.executable, "-m", "distilld", "run", "--store", str(daemon.store)],
                           env=daemon.env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 5  # refused: another distilld already follows this store
-    assert "already running" in done.stderr and done.stderr.count("\n") == 1
+    assert "another distilld already follows" in done.stderr and done.stderr.count("\n") == 1
+    assert "distilld: distilld" not in done.stderr  # issue 27: the message said its name twice
 
 
 def test_status_and_control_commands_reach_it(daemon: Daemon) -> None:

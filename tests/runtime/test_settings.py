@@ -138,3 +138,14 @@ def test_render_toml_round_trips(tmp_path: Path) -> None:
     data = tomllib.loads(render_toml(settings))
     assert data["store"] == str(tmp_path)
     assert data["watch"]["quiet_seconds"] == 2.0
+
+
+def test_a_top_level_variable_typo_is_refused_with_the_nearest_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 27: DISTILLD_STOR=/x was accepted silently
+    monkeypatch.setenv("DISTILLD_STOR", "/x")
+    with pytest.raises(ConfigError, match=r"\$DISTILLD_STOR: unknown setting; did you mean \$DISTILLD_STORE\?") as raised:
+        load_settings()
+    assert raised.value.exit_code == 78
+    monkeypatch.delenv("DISTILLD_STOR")
+    monkeypatch.setenv("DISTILLD_STATE_DIR", str(Path.cwd()))  # a folder variable, not a setting: fine
+    load_settings()
