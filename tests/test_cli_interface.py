@@ -357,3 +357,16 @@ def test_an_unforeseen_error_is_one_line_and_a_crash_report_never_a_traceback(
     reports = list(tmp_path.rglob("crash-*.txt"))  # in the state folder
     assert len(reports) == 1 and str(reports[0]) in err
     assert "Traceback" in reports[0].read_text() and "distilld check" in reports[0].read_text()
+
+
+def test_catalog_and_lifecycle_status_speak_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 27: both lacked --json
+    store = healthy_store(tmp_path / "store").root
+    code, out, _ = run(capsys, "catalog", str(store), "--json")
+    assert code == 0 and json.loads(out)["schema"] == "distilld.catalog/1"
+    assert json.loads(out)["catalog"].startswith("# Knowledge catalog")
+    code, out, _ = run(capsys, "catalog", "--write", str(store), "--json")
+    assert code == 0 and json.loads(out)["written"] is False and json.loads(out)["path"].endswith("CATALOG.md")
+    code, out, _ = run(capsys, "lifecycle", "status", str(store), "--json")
+    state = json.loads(out)
+    assert code == 0 and state["schema"] == "distilld.lifecycle/1" and state["enabled"] is False
