@@ -195,7 +195,9 @@ def commit_changes(env: JobEnv, trigger: str) -> CommitOutcome | None:
         what = plural(len(agent), "agent change") if agent else "the rebuilt catalog"
         missed = " the watcher had missed" if trigger.startswith("reconcile") and agent else ""
         short = (result.sha or "")[:7]
-        env.activity.write(f"committed {what}{missed} ({short}): {listing(agent or [CATALOG], 5)}")
+        # the JSON log's record carries the commit and every path as fields, not only in its text
+        env.activity.write(f"committed {what}{missed} ({short}): {listing(agent or [CATALOG], 5)}",
+                           commit=result.sha, paths=list(result.paths))
         after_commit(env)
     elif result.busy and env.schedule is not None:
         env.schedule.once("follow", LOCK_RECHECK_SECONDS, "git-busy")
