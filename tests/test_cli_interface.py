@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import distilld.cli as cli_module
@@ -370,3 +371,33 @@ def test_catalog_and_lifecycle_status_speak_json(tmp_path: Path, capsys: pytest.
     code, out, _ = run(capsys, "lifecycle", "status", str(store), "--json")
     state = json.loads(out)
     assert code == 0 and state["schema"] == "distilld.lifecycle/1" and state["enabled"] is False
+
+
+def test_a_progress_phase_that_gives_way_to_the_next_ends_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 27: the "reading the store" bar stayed at 0% once planning began
+    import distilld.cli._common as common
+
+    bars: list[dict[str, Any]] = []
+
+    class Bar:
+        def __init__(self, length: int, label: str, file: Any) -> None:
+            self.state = {"label": label, "length": length, "done": 0}
+            bars.append(self.state)
+
+        def __enter__(self) -> "Bar":
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def update(self, steps: int) -> None:
+            self.state["done"] += steps
+
+    monkeypatch.setattr(common.click, "progressbar", Bar)
+    progress = common.TerminalProgress()
+    progress("reading the store", 0, 2)
+    progress("planning the migration", 1, 2)
+    progress("planning the migration", 2, 2)
+    progress.close()
+    assert [(b["label"], b["done"], b["length"]) for b in bars] == [
+        ("reading the store", 2, 2), ("planning the migration", 2, 2)]
