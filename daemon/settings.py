@@ -296,7 +296,7 @@ def load_settings(config: Path | None = None, overrides: dict[str, Any] | None =
     try:
         return Settings(**(overrides or {}))
     except ValidationError as error:
-        raise ConfigError(describe_errors(error, path)) from None
+        raise ConfigError(describe_errors(error, path), file=path if path.exists() else None) from None
     finally:
         _config_data.reset(token)
 

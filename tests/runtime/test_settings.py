@@ -149,3 +149,16 @@ def test_a_top_level_variable_typo_is_refused_with_the_nearest_name(monkeypatch:
     monkeypatch.delenv("DISTILLD_STOR")
     monkeypatch.setenv("DISTILLD_STATE_DIR", str(Path.cwd()))  # a folder variable, not a setting: fine
     load_settings()
+
+
+def test_a_json_error_names_the_config_file_at_fault(distilld_dirs: dict[str, Path],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 27: --json errors carried "file": null even when a file was at fault
+    import json
+
+    from distilld.cli import main
+
+    path = write_config(distilld_dirs, "[watch]\nquiet = 1\n")
+    assert main(["status", "--json"]) == 78
+    error = json.loads(capsys.readouterr().out)
+    assert error["file"] == str(path) and error["exit"] == 78
