@@ -384,7 +384,7 @@ def test_a_progress_phase_that_gives_way_to_the_next_ends_full(monkeypatch: pyte
             self.state = {"label": label, "length": length, "done": 0}
             bars.append(self.state)
 
-        def __enter__(self) -> "Bar":
+        def __enter__(self) -> Any:
             return self
 
         def __exit__(self, *exc: object) -> None:
