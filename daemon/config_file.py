@@ -22,16 +22,16 @@ def read_config(path: Path, explicit: bool) -> dict[str, Any]:
         raw = path.read_bytes()
     except FileNotFoundError:
         if explicit:
-            raise ConfigError(f"config file {path}: not found; create it or drop --config") from None
+            raise ConfigError(f"config file {path}: not found; create it or drop --config", file=path) from None
         return {}
     except OSError as error:
-        raise ConfigError(f"config file {path}: cannot read it ({error.strerror or error})") from None
+        raise ConfigError(f"config file {path}: cannot read it ({error.strerror or error})", file=path) from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise ConfigError(f"config file {path}: not UTF-8 text") from None
+        raise ConfigError(f"config file {path}: not UTF-8 text", file=path) from None
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"config file {path}: not valid TOML: {error}") from None
+        raise ConfigError(f"config file {path}: not valid TOML: {error}", file=path) from None
     return data
 
 
@@ -57,8 +57,10 @@ def extra_folders_setting() -> tuple[str, ...]:
         git = read_config(path, explicit=False).get("git", {})
         value = git.get("extra_folders", []) if isinstance(git, dict) else []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ConfigError(f"config error at git.extra_folders: give a list of folder names (fix it in {source})")
+        raise ConfigError(f"config error at git.extra_folders: give a list of folder names (fix it in {source})",
+                          file=None if source.startswith("$") else source)
     try:
         return tuple(check_extra_folder(name) for name in value)
     except ValueError as error:
-        raise ConfigError(f"config error at git.extra_folders: {error} (fix it in {source})") from None
+        raise ConfigError(f"config error at git.extra_folders: {error} (fix it in {source})",
+                          file=None if source.startswith("$") else source) from None

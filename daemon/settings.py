@@ -264,8 +264,31 @@ def describe_errors(error: ValidationError, source: Path) -> str:
     return "config error at " + "; ".join(parts) + f" ({where})"
 
 
+# DISTILLD_* variables that are not settings keys: folders, command-line option defaults, the
+# service's files and the crash-test hooks. Any other top-level one is a typo (DISTILLD_STOR).
+OTHER_VARIABLES = frozenset({
+    "CONFIG", "CONFIG_DIR", "STATE_DIR", "RUNTIME_DIR", "POLICY", "SSH_KEY", "GIT_EMAIL", "GIT_NAME",
+    "GIT_TOKEN", "GIT_USER", "BAD_SETTINGS_FILE", "CRASH_AT", "CRASH_SIGNAL", "PAUSE_AT", "PAUSE_FILE",
+})
+
+
+def refuse_unknown_variables() -> None:
+    """A top-level DISTILLD_ variable nothing reads is refused, with the nearest known name
+    (issue 27: DISTILLD_STOR=/x was accepted silently). Nested ones (A__B) are the model's."""
+    import difflib
+
+    known = {name.upper() for name in Settings.model_fields} | OTHER_VARIABLES
+    for variable in sorted(os.environ):
+        name = variable.removeprefix(ENV_PREFIX)
+        if variable.startswith(ENV_PREFIX) and "__" not in name and name not in known and not name.startswith("_"):
+            near = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"; did you mean ${ENV_PREFIX}{near[0]}?" if near else ""
+            raise ConfigError(f"config error at ${variable}: unknown setting{hint} (unset it)")
+
+
 def load_settings(config: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
     """Read and validate the settings; raises ConfigError with one line naming every bad key."""
+    refuse_unknown_variables()
     path = config_file(config)
     explicit = config is not None or bool(os.environ.get("DISTILLD_CONFIG"))
     data = _read_config(path, explicit)
@@ -273,7 +296,7 @@ def load_settings(config: Path | None = None, overrides: dict[str, Any] | None =
     try:
         return Settings(**(overrides or {}))
     except ValidationError as error:
-        raise ConfigError(describe_errors(error, path)) from None
+        raise ConfigError(describe_errors(error, path), file=path if path.exists() else None) from None
     finally:
         _config_data.reset(token)
 

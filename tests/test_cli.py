@@ -182,6 +182,9 @@ def test_budget_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert report["oversize_exempt"] == [["feedback/preferences.md", "one table that cannot be split"]]
     assert report["stale_projects"] == []  # osprey is old but pinned; kestrel is fresh at FIXED_NOW
     assert report["debt"] == 1
+    # issue 27: the debt adds bytes to counts; its parts are given each in its own unit
+    assert report["debt_parts"] == {"spine_bytes_over": 0, "entries_over": 0, "files_over": 0,
+                                    "stale_projects": 0, "oversize_exemptions": 1}
 
 
 def test_budget_text_names_the_caps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -190,7 +193,8 @@ def test_budget_text_names_the_caps(tmp_path: Path, capsys: pytest.CaptureFixtur
     code, out, _ = run(capsys, "budget", str(store))
     assert code == 0
     assert f"SPINE.md: {size} bytes of 16000" in out
-    assert "debt: 1" in out
+    assert "debt: SPINE 0 bytes over its cap; 0 entries, 0 files over a cap; 0 stale projects; " \
+           "1 oversize exemptions (debt figure 1: their sum, a trend)" in out
 
 
 # -- policy files ------------------------------------------------------------------------------------

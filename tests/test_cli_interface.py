@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import distilld.cli as cli_module
@@ -339,7 +340,7 @@ def test_run_now_with_a_job_name_it_does_not_know_lists_the_jobs(tmp_path: Path,
     assert "follow, sync, compaction, lifecycle, reconcile" in err
     store = healthy_store(tmp_path / "store").root
     code, _, err = run(capsys, "run-now", str(store))  # a path is still a store
-    assert code == 3 and "not running" in err
+    assert code == 3 and "no daemon follows this store" in err
 
 
 def test_an_unforeseen_error_is_one_line_and_a_crash_report_never_a_traceback(
@@ -357,3 +358,46 @@ def test_an_unforeseen_error_is_one_line_and_a_crash_report_never_a_traceback(
     reports = list(tmp_path.rglob("crash-*.txt"))  # in the state folder
     assert len(reports) == 1 and str(reports[0]) in err
     assert "Traceback" in reports[0].read_text() and "distilld check" in reports[0].read_text()
+
+
+def test_catalog_and_lifecycle_status_speak_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 27: both lacked --json
+    store = healthy_store(tmp_path / "store").root
+    code, out, _ = run(capsys, "catalog", str(store), "--json")
+    assert code == 0 and json.loads(out)["schema"] == "distilld.catalog/1"
+    assert json.loads(out)["catalog"].startswith("# Knowledge catalog")
+    code, out, _ = run(capsys, "catalog", "--write", str(store), "--json")
+    assert code == 0 and json.loads(out)["written"] is False and json.loads(out)["path"].endswith("CATALOG.md")
+    code, out, _ = run(capsys, "lifecycle", "status", str(store), "--json")
+    state = json.loads(out)
+    assert code == 0 and state["schema"] == "distilld.lifecycle/1" and state["enabled"] is False
+
+
+def test_a_progress_phase_that_gives_way_to_the_next_ends_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 27: the "reading the store" bar stayed at 0% once planning began
+    import distilld.cli._common as common
+
+    bars: list[dict[str, Any]] = []
+
+    class Bar:
+        def __init__(self, length: int, label: str, file: Any) -> None:
+            self.state = {"label": label, "length": length, "done": 0}
+            bars.append(self.state)
+
+        def __enter__(self) -> Any:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def update(self, steps: int) -> None:
+            self.state["done"] += steps
+
+    monkeypatch.setattr(common.click, "progressbar", Bar)
+    progress = common.TerminalProgress()
+    progress("reading the store", 0, 2)
+    progress("planning the migration", 1, 2)
+    progress("planning the migration", 2, 2)
+    progress.close()
+    assert [(b["label"], b["done"], b["length"]) for b in bars] == [
+        ("reading the store", 2, 2), ("planning the migration", 2, 2)]

@@ -44,10 +44,11 @@ def test_the_summary_names_the_sections(store_b: Path, capsysbinary: pytest.Capt
     for title in ("Index cost", "Growth", "Tier files", "Lifecycle", "Links", "Archive and ledger",
                   "What distilld did"):
         assert f"\n{title}\n" in out
-    assert "SPINE.md 51,203 B (3.20x the byte cap), 79 lines; 65 entries, 95 links" in out
-    assert "with 3 helpers ~51,204" in out
-    assert "(+65.0%); entries 65 -> 65" in out
-    assert "older rule (any mention blocks): " in out  # the figures depend on today: see tests/store
+    flowing = " ".join(out.split())  # lines are wrapped within 80 columns
+    assert "SPINE.md 51,203 B (3.20x the byte cap), 79 lines; 65 entries, 95 links" in flowing
+    assert "with 3 helpers ~51,204" in flowing
+    assert "(+65.0%); entries 65 -> 65" in flowing
+    assert "older rule (any mention blocks): " in flowing  # the figures depend on today: see tests/store
 
 
 @pytest.mark.parametrize("kind", ["store-b", "no-git", "empty"])
@@ -117,11 +118,12 @@ def test_the_html_page_draws_every_chart_in_a_real_browser(store_b: Path, tmp_pa
     dom = subprocess.run([*base, "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
                          capture_output=True, text=True, timeout=120, check=True, env=env).stdout
     charts = dict(re.findall(r'<figure class="chart" id="chart-([a-z]+)" data-drawn="(\w+)"', dom))
-    assert charts == {"growth": "yes", "entries": "yes", "debt": "yes", "bounds": "yes"}, charts
+    assert charts == {"growth": "yes", "counts": "yes", "entries": "yes", "debt": "yes", "files": "yes",
+                      "bounds": "yes"}, charts
     marks = {k: int(v) for k, v in re.findall(r'id="chart-([a-z]+)" data-drawn="yes" data-marks="(\d+)"', dom)}
     assert marks["entries"] >= 65  # one bar per SPINE entry
-    assert marks["growth"] >= 3 * 10  # three series over ten days
-    assert dom.count("<svg") >= 4
+    assert marks["growth"] >= 2 * 10 and marks["counts"] >= 2 * 10  # two series each over ten days
+    assert dom.count("<svg") >= 6
     shot = tmp_path / "report.png"
     subprocess.run([*base, "--window-size=1100,2400", f"--screenshot={shot}", page.as_uri()],
                    capture_output=True, timeout=120, check=True, env=env)
@@ -175,3 +177,30 @@ def test_a_spine_that_cannot_be_read_is_shown_as_unknown_not_as_a_number(
     assert spine_bytes["value"] is None, spine_bytes
     why = "not text" if spine_is_binary else "cannot read"
     assert why in json.dumps(spine_bytes)
+
+
+def test_the_time_charts_name_about_ten_days_have_one_axis_and_draw_the_budget() -> None:
+    # issue 27: 61 daily labels overlapped, two-axis charts misled, no budget line
+    from distilld.actions.health_html import debt_charts, growth_charts
+
+    series = [{"day": f"2026-{8 + i // 31:02d}-{i % 31 + 1:02d}", "spine_bytes": 9000 + 50 * i, "entries": 60 + i,
+               "links": 70 + i, "debt": i, "tier_files": 40} for i in range(61)]
+    for svg in (*growth_charts(series, 16000), *debt_charts(series)):
+        assert 'class="axis y2' not in svg and '"secondary": true' not in svg  # one value axis
+        shown = re.findall(r'>(2026-\d\d-\d\d)</text>', svg)
+        assert 6 <= len(shown) <= 12, shown
+    assert "budget (16,000 B)" in growth_charts(series, 16000)[0]
+
+
+def test_the_text_summary_stays_within_80_columns_and_breaks_between_words(
+        store_b: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    # issue 27: 14 of 32 lines ran past 80 columns, and the terminal broke words ("oversi/ze")
+    code, out, _ = run(capsysbinary, str(store_b), "--since", "2026-08-01")
+    assert code == 0
+    lines = out.splitlines()
+    # only one word longer than a line (a path) is left whole, on a line of its own
+    assert [line for line in lines if len(line) > 80 and len(line.split()) > 1] == []
+    words = out.split()
+    for word in ("oversize", "cross-references", "helpers"):
+        assert word in words or any(w.startswith(word) for w in words), word
+    assert len(lines) <= 45

@@ -52,10 +52,11 @@ def render_text(report: BudgetReport) -> str:
     if report.unsafe_names:
         out.append(f"file names no pass will archive, restore or catalog: {len(report.unsafe_names)}")
         out += [f"    - {path!r}: {reason}" for path, reason in report.unsafe_names]
-    out.append(
-        f"debt: {report.debt} (= {report.spine_bytes_over} SPINE bytes over + {len(report.entries_over)} entries"
-        f" + {len(report.files_over)} files + {len(report.stale_projects)} stale projects"
-        f" + {len(report.oversize_exempt)} oversize exemptions)"
+    parts = report.debt_parts
+    out.append(  # the parts first, each in its unit; the sum (mixed units) is the format's trend figure
+        f"debt: SPINE {parts['spine_bytes_over']} bytes over its cap; {parts['entries_over']} entries, "
+        f"{parts['files_over']} files over a cap; {parts['stale_projects']} stale projects; "
+        f"{parts['oversize_exemptions']} oversize exemptions (debt figure {report.debt}: their sum, a trend)"
     )
     return "\n".join(out) + "\n"
 

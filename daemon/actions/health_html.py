@@ -50,7 +50,7 @@ def _options(title: str) -> dict[str, Any]:
     # js=[]: pygal would otherwise add a <script src> fetched from the network.
     return {"title": title, "js": [], "disable_xml_declaration": True, "style": _style(), "width": 920,
             "height": 360, "explicit_size": True, "legend_at_bottom": True, "x_label_rotation": 30,
-            "show_minor_x_labels": True, "truncate_label": -1, "print_values": False,
+            "truncate_label": -1, "print_values": False,
             "include_x_axis": True, "value_formatter": _whole}
 
 
@@ -58,23 +58,28 @@ def _whole(value: float | None) -> str:
     return "" if value is None else f"{value:,.0f}"
 
 
-def _room(values: list[Any]) -> tuple[float, float]:
-    """A secondary axis from 0 with some headroom (pygal would otherwise hug the data)."""
-    top = max([v for v in values if isinstance(v, (int, float))], default=0)
-    return (0, max(10, top * 1.25))
+LABELS_SHOWN = 10  # dates under a time chart: about this many, so that they do not overlap
 
 
-def growth_chart(series: list[dict[str, Any]]) -> str:
+def _days(series: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every day on the axis, about ten of them named (61 daily labels ran into one smear)."""
+    return {"x_labels": [point["day"] for point in series], "show_minor_x_labels": False,
+            "x_labels_major_every": max(1, -(-len(series) // LABELS_SHOWN))}
+
+
+def growth_charts(series: list[dict[str, Any]], budget: int) -> tuple[str, str]:
+    """SPINE.md bytes against the budget, and entries and links: two charts with one axis each
+    (two axes in one chart mislead, and the right one had odd ticks)."""
     import pygal
 
-    counts = [point[key] for point in series for key in ("entries", "links")]
-    chart = pygal.Line(**_options("SPINE.md per day: bytes (left), entries and links (right)"),
-                       secondary_range=_room(counts))
-    chart.x_labels = [point["day"] for point in series]
-    chart.add("SPINE.md bytes", [point["spine_bytes"] for point in series])
-    chart.add("entries", [point["entries"] for point in series], secondary=True)
-    chart.add("links", [point["links"] for point in series], secondary=True)
-    return str(chart.render(is_unicode=True))
+    size = pygal.Line(**_options(f"SPINE.md bytes per day (budget {budget:,} B)"), **_days(series),
+                      range=(0, budget * 1.1))
+    size.add("SPINE.md bytes", [point["spine_bytes"] for point in series])
+    size.add(f"budget ({budget:,} B)", [budget] * len(series), show_dots=False, stroke_style={"dasharray": "6, 4"})
+    counts = pygal.Line(**_options("SPINE.md entries and links per day"), **_days(series))
+    counts.add("entries", [point["entries"] for point in series])
+    counts.add("links", [point["links"] for point in series])
+    return str(size.render(is_unicode=True)), str(counts.render(is_unicode=True))
 
 
 def entry_chart(sizes: list[dict[str, Any]], cap: int) -> str:
@@ -88,15 +93,14 @@ def entry_chart(sizes: list[dict[str, Any]], cap: int) -> str:
     return str(chart.render(is_unicode=True))
 
 
-def debt_chart(series: list[dict[str, Any]]) -> str:
+def debt_charts(series: list[dict[str, Any]]) -> tuple[str, str]:
     import pygal
 
-    chart = pygal.Line(**_options("Debt per day (left) and tier files (right)"),
-                       secondary_range=_room([point["tier_files"] for point in series]))
-    chart.x_labels = [point["day"] for point in series]
-    chart.add("debt", [point["debt"] for point in series])
-    chart.add("tier files", [point["tier_files"] for point in series], secondary=True)
-    return str(chart.render(is_unicode=True))
+    debt = pygal.Line(**_options("Debt per day"), **_days(series))
+    debt.add("debt", [point["debt"] for point in series])
+    files = pygal.Line(**_options("Tier files per day"), **_days(series))
+    files.add("tier files", [point["tier_files"] for point in series])
+    return str(debt.render(is_unicode=True)), str(files.render(is_unicode=True))
 
 
 def bounds_chart(report: HealthReport) -> str:
@@ -120,10 +124,14 @@ def render_html(report: HealthReport) -> str:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["show"] = show
     series = report.series.get("growth", [])
+    size, counts = growth_charts(series, report.limits.spine.max_bytes)
+    debt, files = debt_charts(series)
     charts = [
-        ("growth", "Growth", growth_chart(series)),
+        ("growth", "Growth: SPINE.md bytes", size),
+        ("counts", "Growth: entries and links", counts),
         ("entries", "Entry sizes", entry_chart(report.series.get("entry_sizes", []), report.limits.spine.entry_max_bytes)),
-        ("debt", "Debt", debt_chart(series)),
+        ("debt", "Debt", debt),
+        ("files", "Tier files", files),
         ("bounds", "Dated history bounds", bounds_chart(report)),
     ]
     return env.get_template(TEMPLATE).render(

@@ -1,8 +1,10 @@
-"""The health report as a one-screen terminal summary, and as JSON with every figure."""
+"""The health report as a terminal summary (every line within 80 columns, wrapped between words,
+about 40 rows), and as JSON with every figure."""
 
 from __future__ import annotations
 
 import json
+import textwrap
 
 from ..store.health_blocks import BOUNDS
 from ..store.health_model import Figure, HealthReport, Section
@@ -59,7 +61,8 @@ def _index(s: _Lines) -> None:
            f"{s.v('entries_over_cap')} {s.label('entries_over_cap', 'entries')}, "
            f"{s.v('entries_short')} {s.label('entries_short', 'entries')}")
     s.line(f"tokens per session {s.v('tokens_per_session')} (bytes/4) to {s.v('tokens_per_session_chars')} "
-           f"(chars/3.2); with {s.v('helpers')} helpers {s.v('tokens_with_helpers')} (each helper reloads the index)")
+           f"(chars/3.2)")
+    s.line(f"with {s.v('helpers')} helpers {s.v('tokens_with_helpers')} (each helper reloads the index)")
 
 
 def _growth(s: _Lines) -> None:
@@ -79,11 +82,11 @@ def _tiers(s: _Lines) -> None:
            f"{s.v('median_blocks')} blocks per file")
     s.line("dated history share: " + ", ".join(
         f"{b.replace('_', ' ')} {s.v('history_share_' + b)}" for b in BOUNDS))
-    s.line("still over a cap (none moved / strict / generous / very generous): "
+    s.line("over a cap, none/strict/generous/very generous moved: "
            f"{s.v('over_any_cap')} / " + " / ".join(s.v(f"over_cap_after_{b}") for b in BOUNDS))
-    s.line(f"split files needed: {s.v('splits_estimate_none_moved')} / "
+    s.line(f"splits needed {s.v('splits_estimate_none_moved')} / "
            + " / ".join(s.v(f"splits_estimate_{b}") for b in BOUNDS)
-           + f"; the split planner makes {s.v('splits_planned_none_moved')} / "
+           + f"; the planner makes {s.v('splits_planned_none_moved')} / "
            + " / ".join(s.v(f"splits_planned_{b}") for b in BOUNDS))
 
 
@@ -128,13 +131,27 @@ RENDERERS = {"index_cost": _index, "growth": _growth, "tier_files": _tiers, "lif
 
 
 def render_text(report: HealthReport) -> str:
-    out = [f"distilld report: {report.store} (layout {report.layout}), {report.today}"]
+    out: list[str] = []
     for section in report.sections:
         lines = _Lines(section)
         RENDERERS[section.key](lines)
         out += lines.done()
     out.append("~ marks an estimate; `--json` and `--html FILE` say how each figure is counted.")
-    return "\n".join(out) + "\n"
+    # the heading names the store's path: kept whole on its line, never broken
+    heading = f"report {report.today} (layout {report.layout}): {report.store}"
+    return "\n".join([heading, *(wrapped for line in out for wrapped in _wrap(line))]) + "\n"
+
+
+WIDTH = 80  # a terminal's width: a line the terminal wraps breaks words ("oversi/ze")
+
+
+def _wrap(line: str) -> list[str]:
+    """One line within WIDTH columns, broken between words; continuations indented under it. A
+    path longer than the line is left whole, never cut."""
+    if len(line) <= WIDTH:
+        return [line]
+    indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+    return textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
 
 
 def render_json(report: HealthReport) -> str:

@@ -73,3 +73,10 @@ def render_text(state: LifecycleSwitch) -> str:
         meaning = ("scheduled passes move nothing; `distilld gc` previews what would move, "
                    "`distilld lifecycle enable` allows it on this machine")
     return f"lifecycle {verb} {'enabled' if state.enabled else 'disabled'} ({source}): {meaning}\n"
+
+
+def render_json(state: LifecycleSwitch) -> str:
+    import json
+
+    return json.dumps({"store": str(state.store), "enabled": state.enabled, "file": str(state.store / LIFECYCLE_FILE),
+                       "file_text": state.file_text}, indent=2, ensure_ascii=False) + "\n"

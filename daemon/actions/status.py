@@ -278,7 +278,17 @@ def _verdict(record: dict[str, Any]) -> str:
     outcome = record.get("outcome")
     if outcome == "skipped":
         return "SKIPPED"
+    if str(record.get("summary") or "").startswith("waiting:"):
+        return "WAITED"  # it ran nothing: not "ok" (issue 27), whatever came since
     return "ok    " if record.get("ok") else "FAILED"
+
+
+def _summary(record: dict[str, Any], store: Path) -> str:
+    """The record's summary, and a word when what it waited for is there now."""
+    summary = str(record.get("summary"))
+    if summary.startswith("waiting: no store") and store.expanduser().is_dir():
+        summary += " (the store is there now: the next pass runs on it)"
+    return summary
 
 
 def render_text(view: StatusView) -> str:
@@ -316,13 +326,13 @@ def render_text(view: StatusView) -> str:
         for job in [*PASS_ORDER, *sorted(set(passes) - set(PASS_ORDER))]:
             record = passes.get(job)
             if isinstance(record, dict):
-                out.append(f"    {job:<11} {record.get('at')}  {_verdict(record)} {record.get('summary')}")
+                out.append(f"    {job:<11} {record.get('at')}  {_verdict(record)} {_summary(record, view.store)}")
     runs = {k: v for k, v in (data.get("next_runs") or {}).items() if v}
     if runs and view.running:
         out.append("next runs: " + ", ".join(f"{job} {when}" for job, when in sorted(runs.items(), key=lambda i: i[1])))
     outside = [item for item in data.get("outside_edits") or [] if isinstance(item, dict)]
     if outside:
-        out.append("edited outside a distillation (no lock held, none running; committed as they were):")
+        out.append("edited outside a distillation (no lock held, none running; taken as they were):")
         out += [f"    - {item.get('path')} at {item.get('at')}" for item in outside[-10:]]
     out += [f"folders: {line}" for line in view.unmanaged]
     error = data.get("last_error")

@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         where = error.filename or "the store"
         return _report_error(f"{where}: {error.strerror or error}; nothing more was changed", 2,
                              str(error.filename) if error.filename else None, as_json)
-    except Exception as error:  # a bug: one line and a crash report, never a traceback
+    except Exception as error:  # noqa: BLE001 - a bug: one line and a crash report, never a traceback
         from .crash_report import crash_line
 
         return _report_error(crash_line(error, argv), 2, None, as_json)

@@ -212,16 +212,24 @@ class TerminalProgress:
         self._bar: Any = None
         self._phase: str | None = None
         self._done = 0
+        self._total = 0
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         if phase != self._phase:
+            self._finish()  # a phase that gave way to the next is done (it stayed at 0%: issue 27)
             self.close()
+            self._total = max(total, 1)
             self._phase, self._done = phase, 0
             self._bar = click.progressbar(length=max(total, 1), label=phase, file=sys.stderr)
             self._bar.__enter__()
         if done > self._done:
             self._bar.update(done - self._done)
             self._done = done
+
+    def _finish(self) -> None:
+        if self._bar is not None and self._done < self._total:
+            self._bar.update(self._total - self._done)
+            self._done = self._total
 
     def close(self) -> None:
         if self._bar is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import platform
 import sys
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -15,7 +15,7 @@ def write_crash_report(error: BaseException, argv: list[str]) -> Path | None:
     from .. import __version__
     from ..locations import state_dir
 
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     try:
         folder = state_dir()
         folder.mkdir(parents=True, exist_ok=True)

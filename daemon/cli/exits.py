@@ -18,8 +18,8 @@ INTERRUPTED = 130
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (OK, "success: the store passes, the pass finished, in sync, the daemon runs"),
     (CHECK_FAILED, "a check failed: the store, or a pass's closing self-check, fails C1-C4"),
-    (USAGE, "usage error, or the command could not run (a missing store, a store this user may not "
-            "read or write, an unreadable file): the message names it"),
+    (USAGE, ("usage error, or the command could not run (a missing store, a store this user may not "
+             "read or write, an unreadable file): the message names it")),
     (NOT_RUNNING, "not running: no daemon follows the store (status, run-now, pause, resume), "
                   "or the service is not installed (service status)"),
     (LOCK_LOST, "the store's .lock was lost mid-pass or could not be read or written"),
@@ -31,8 +31,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
                    "a commit that must not be pushed)"),
     (SYNC_FAILED, "sync failed: offline, the push was rejected, or a byte mismatch after a pull"),
     (NOT_FOUND, "not found: the store holds nothing on the query (find, bundle); an honest miss, not an error"),
-    (BAD_SETTINGS, "bad settings or a bad policy file: the message names the key or the file "
-                   "(the service is not restarted)"),
+    (BAD_SETTINGS, ("bad settings or a bad policy file: the message names the key or the file "
+                    "(the service is not restarted)")),
     (INTERRUPTED, "interrupted (Ctrl-C); a write pass says how it is finished"),
 )
 

@@ -112,12 +112,14 @@ def lifecycle_disable(ctx: click.Context) -> None:
 
 
 @store_command("status")
+@json_option("the state")
 @click.pass_context
-def lifecycle_status(ctx: click.Context) -> None:
+def lifecycle_status(ctx: click.Context, as_json: bool) -> None:
     """Say whether scheduled archiving is enabled for the store on this machine."""
     from ..actions import lifecycle_switch as switch_action
 
-    emit(switch_action.render_text(switch_action.switch_state(store_path(ctx))))
+    state = switch_action.switch_state(store_path(ctx))
+    emit_report("lifecycle", state, as_json, switch_action.render_text, switch_action.render_json)
 
 
 for _command in (lifecycle_enable, lifecycle_disable, lifecycle_status):

@@ -16,6 +16,7 @@ from ._common import (
     policy,
     store_command,
     store_path,
+    with_schema,
 )
 
 
@@ -43,16 +44,29 @@ def check(ctx: click.Context, before: Path | None, as_json: bool) -> None:
 @store_command()
 @mode_flag("print", "Print the canonical catalog (default).")
 @mode_flag("write", "Write CATALOG.md atomically if it changed.")
+@json_option("the catalog's text, or what --write did")
 @click.pass_context
-def catalog(ctx: click.Context) -> None:
+def catalog(ctx: click.Context, as_json: bool) -> None:
     """Rebuild CATALOG.md from the tree and the ledger: print it, or write it."""
     from ..actions import catalog as catalog_action
 
+    def as_document(data: dict[str, object]) -> None:
+        import json  # only --json pays for it
+
+        emit(with_schema("catalog", json.dumps(data)), True)
+
     if chosen_mode(ctx, "print") == "write":
         outcome = catalog_action.run_catalog_write(store_path(ctx), policy(ctx), now)
-        emit(f"{outcome.path}: {outcome.reason}\n")
+        if as_json:
+            as_document({"path": str(outcome.path), "written": outcome.written, "reason": outcome.reason})
+        else:
+            emit(f"{outcome.path}: {outcome.reason}\n")
     else:
-        emit(catalog_action.print_catalog(store_path(ctx), now()), raw=True)
+        text = catalog_action.print_catalog(store_path(ctx), now())
+        if as_json:
+            as_document({"catalog": text})
+        else:
+            emit(text, raw=True)
 
 
 @store_command()

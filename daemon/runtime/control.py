@@ -123,7 +123,7 @@ def send(path: Path, request: dict[str, Any], timeout: float = 10.0) -> dict[str
         try:
             sock.connect(str(path))
         except (FileNotFoundError, ConnectionRefusedError):
-            raise NotRunning(f"distilld is not running ({path} does not answer); start it with "
+            raise NotRunning(f"no daemon follows this store ({path} does not answer); start it with "
                              "`distilld run` or `distilld service install --start`") from None
         sock.sendall((json.dumps(request) + "\n").encode("utf-8"))
         data = b""

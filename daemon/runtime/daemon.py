@@ -386,6 +386,6 @@ def run_daemon(settings: Settings, *, config: Path | None, overrides: dict[str, 
         # own line); the daemon then waits for the store, so a service does not crash-loop.
         print(f"distilld: {missing_store_line(settings.store, waiting=True)}", file=sys.stderr, flush=True)
     elif not once and sys.stderr.isatty():
-        print(f"distilld: following {settings.store}; `distilld status` shows what it does, "
-              "Ctrl-C stops it", file=sys.stderr)
+        # the activity log's "started: following ..." line is echoed here already: only the hint
+        print("distilld: `distilld status` shows what it does; Ctrl-C stops it", file=sys.stderr)
     return Daemon(settings, config=config, overrides=overrides, once=once, lock_wait_seconds=lock_wait_seconds).run()

@@ -171,8 +171,11 @@ def _report_outside_edits(env: JobEnv) -> None:
     env.outside_edits = set()
     if not edits:
         return
+    # said as what happens to them: not "committed" in a store distilld does not commit (issue 27)
+    committing = env.settings.git.commit and not (env.status.get("git") or {}).get("note")
+    then = "committed as they are" if committing else "kept as they are"
     env.activity.write(f"edited outside a distillation (no lock held, no distillation running): "
-                       f"{listing(edits, 5)}; committed as they are, nothing in them changed")
+                       f"{listing(edits, 5)}; {then}, nothing in them changed")
     seen = {item.get("path"): item for item in env.status.get("outside_edits") or [] if isinstance(item, dict)}
     for path in edits:
         seen[path] = {"path": path, "at": utc_stamp()}
@@ -215,7 +218,9 @@ def commit_changes(env: JobEnv, trigger: str) -> CommitOutcome | None:
         what = plural(len(agent), "agent change") if agent else "the rebuilt catalog"
         missed = " the watcher had missed" if trigger.startswith("reconcile") and agent else ""
         short = (result.sha or "")[:7]
-        env.activity.write(f"committed {what}{missed} ({short}): {listing(agent or [CATALOG], 5)}")
+        # the JSON log's record carries the commit and every path as fields, not only in its text
+        env.activity.write(f"committed {what}{missed} ({short}): {listing(agent or [CATALOG], 5)}",
+                           commit=result.sha, paths=list(result.paths))
         after_commit(env)
     elif result.busy and env.schedule is not None:
         env.schedule.once("follow", LOCK_RECHECK_SECONDS, "git-busy")

@@ -26,7 +26,7 @@ class InstanceLock:
             os.close(fd)
             pid = holder_pid(self.path)
             who = f" (pid {pid})" if pid else ""
-            raise AlreadyRunning(f"distilld is already running for {store}{who}; "
+            raise AlreadyRunning(f"another distilld already follows {store}{who}; "
                                  "`distilld status` shows what it is doing") from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())

@@ -49,7 +49,8 @@ def _report_operation(env: JobEnv, what: str, operation: OperationCommit) -> Non
         env.activity.write(f"commit of {what}: {note}")
     if operation.commit is not None and operation.commit.committed:
         env.activity.write(f"committed {what} ({(operation.commit.sha or '')[:7]}): "
-                           f"{listing(operation.commit.paths, 5)}")
+                           f"{listing(operation.commit.paths, 5)}", commit=operation.commit.sha,
+                           paths=list(operation.commit.paths))
         after_commit(env)
 
 
@@ -66,9 +67,9 @@ def _report_gc(env: JobEnv, report: GcReport) -> list[str]:
             move = moves.get(path)
             if move is not None:
                 referrers = f", {plural(len(move.referrers), 'referrer')} listed" if move.referrers else ""
-                env.activity.write(f"archived {path} (past {move.threshold_days} days{referrers})")
+                env.activity.write(f"archived {path} (past {move.threshold_days} days{referrers})", paths=[path])
             else:
-                env.activity.write(f"archived {path}")
+                env.activity.write(f"archived {path}", paths=[path])
             moved.append(path)
         if outcome.self_check:
             env.activity.write(f"lifecycle self-check failed: {listing([f.message for f in outcome.self_check])}")

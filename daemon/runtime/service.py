@@ -128,8 +128,24 @@ def install(manager: Manager, store: Path | None, config: Path | None, start: bo
     if not where.is_dir():
         report.lines.append(f"note: {where} does not exist yet; create it (`distilld new {where}`) before "
                             "starting the service, which may write only to an existing store")
+    if hidden_by_private_tmp(where, text):
+        report.lines.append(f"warning: {where} is under a temporary folder, which the unit's PrivateTmp=yes "
+                            "replaces with an empty one of its own: the service would not see this store. "
+                            "Keep the store elsewhere (or give the instance a drop-in with PrivateTmp=no)")
     _after_systemd_install(report, instance_unit(where), start)
     return report
+
+
+TEMPORARY_FOLDERS = (Path("/tmp"), Path("/var/tmp"))  # what systemd's PrivateTmp= replaces
+
+
+def hidden_by_private_tmp(store: Path, unit_text: str) -> bool:
+    """Would the unit's PrivateTmp=yes hide the store from the service (issue 27)?"""
+    if "PrivateTmp=yes" not in unit_text:
+        return False
+    resolved = Path(os.path.realpath(store))
+    return any(resolved == folder or folder in resolved.parents
+               for folder in (Path(os.path.realpath(f)) for f in TEMPORARY_FOLDERS))
 
 
 def _write_checked(path: Path, text: str) -> None:

@@ -20,8 +20,6 @@ from .paths import LEGACY_PREFIX, TIERS, contained
 from .snapshot import Snapshot
 
 
-
-
 @dataclass(frozen=True)
 class Reference:
     source: str  # the tier file whose text names it

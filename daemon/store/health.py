@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from datetime import date
 from math import ceil
 
+from .cross_refs import references
 from .health_blocks import BOUND_LABELS, BOUNDS, FileBlocks
 from .health_model import Section, known, maybe, median_of, percent, unknown
+from .health_unknowns import NO_SPINE, spine_unknown_reason
 from .lifecycle import activity, exemption, is_candidate
-from .cross_refs import references
 from .limits import Limits
 from .mentions import path_mentions
-from .health_unknowns import NO_SPINE, spine_unknown_reason
 from .paths import CATALOG, TIERS, Layout, contained, is_legacy
 from .snapshot import Snapshot
 from .spine import Spine, SpineEntry

@@ -7,7 +7,6 @@ reported as a lost lock). Only stat calls: nothing is read or written here.
 
 from __future__ import annotations
 
-import errno
 import os
 from pathlib import Path
 
@@ -54,13 +53,3 @@ def require_writable(root: Path) -> None:
         error = StoreError(unwritable_line(root))
         error.file = str(root)
         raise error
-
-
-def permission_refusal(root: Path, error: OSError) -> StoreError | None:
-    """The store-wide phrasing for an OSError that is a refused write under the store (e.g. git's
-    own folder cannot be made), or None for any other error."""
-    if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return None
-    refusal = StoreError(unwritable_line(root))
-    refusal.file = str(root)
-    return refusal

@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 from ..errors import StoreError
 from .ledger import Ledger, parsed_ledger
-from .root_access import is_a_file_line
 from .paths import CATALOG, LEDGER, LOCAL_SPINE, SPINE, TIERS, Layout, is_nested_archive
+from .root_access import is_a_file_line
 from .spine import Spine
 from .tierfile import KnowledgeFile
 

@@ -171,6 +171,11 @@ def test_a_distillers_changes_are_committed_and_pushed_after_it_releases_the_loc
     activity = daemon.activity()
     assert "committed 2 agent changes" in activity  # SPINE.md and projects/heron.md
     assert "pushed to origin" in activity
+    # issue 27: the JSON log's record of the commit carries its id and paths as fields
+    json_log = daemon.state / instance_key(daemon.store) / "distilld.jsonl"
+    records = [json.loads(line) for line in json_log.read_text().splitlines() if '"committed' in line]
+    commit = git("rev-parse", "main", cwd=daemon.origin).strip()
+    assert any(r.get("commit") == commit and "projects/heron.md" in r.get("paths", []) for r in records), records
     assert status["git"]["ahead"] == 0
 
 
@@ -216,7 +221,8 @@ def test_a_second_instance_is_refused(daemon: Daemon) -> None:
     done = subprocess.run([sys.executable, "-m", "distilld", "run", "--store", str(daemon.store)],
                           env=daemon.env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 5  # refused: another distilld already follows this store
-    assert "already running" in done.stderr and done.stderr.count("\n") == 1
+    assert "another distilld already follows" in done.stderr and done.stderr.count("\n") == 1
+    assert "distilld: distilld" not in done.stderr  # issue 27: the message said its name twice
 
 
 def test_status_and_control_commands_reach_it(daemon: Daemon) -> None:

@@ -215,3 +215,20 @@ def test_the_unit_is_hardened_and_its_score_reported(home: Path, tmp_path: Path,
     line = next(x for x in out.splitlines() if x.startswith("hardening: systemd-analyze security: "))
     score = float(line.split("level for ")[1].split(": ")[1].split()[0])
     assert score < 5.0, line  # it was 9.8 (UNSAFE) with no hardening
+
+
+def test_install_warns_when_private_tmp_would_hide_the_store(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 27: a store under /tmp is hidden by PrivateTmp=yes, and install said nothing
+    import tempfile
+
+    store = Path(tempfile.mkdtemp(prefix="distilld-store-", dir="/tmp"))
+    try:
+        assert main(["service", "install", "--systemd", "--store", str(store)]) == 0
+        assert "PrivateTmp=yes" in capsys.readouterr().out
+        from distilld.runtime.service import hidden_by_private_tmp
+
+        unit = render_systemd(run_arguments())
+        assert not hidden_by_private_tmp(Path("/home/rowan/.aura-distill"), unit)  # (tmp_path is under /tmp)
+        assert hidden_by_private_tmp(Path("/var/tmp/notes"), unit)
+    finally:
+        store.rmdir()

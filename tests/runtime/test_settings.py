@@ -138,3 +138,27 @@ def test_render_toml_round_trips(tmp_path: Path) -> None:
     data = tomllib.loads(render_toml(settings))
     assert data["store"] == str(tmp_path)
     assert data["watch"]["quiet_seconds"] == 2.0
+
+
+def test_a_top_level_variable_typo_is_refused_with_the_nearest_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 27: DISTILLD_STOR=/x was accepted silently
+    monkeypatch.setenv("DISTILLD_STOR", "/x")
+    with pytest.raises(ConfigError, match=r"\$DISTILLD_STOR: unknown setting; did you mean \$DISTILLD_STORE\?") as raised:
+        load_settings()
+    assert raised.value.exit_code == 78
+    monkeypatch.delenv("DISTILLD_STOR")
+    monkeypatch.setenv("DISTILLD_STATE_DIR", str(Path.cwd()))  # a folder variable, not a setting: fine
+    load_settings()
+
+
+def test_a_json_error_names_the_config_file_at_fault(distilld_dirs: dict[str, Path],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 27: --json errors carried "file": null even when a file was at fault
+    import json
+
+    from distilld.cli import main
+
+    path = write_config(distilld_dirs, "[watch]\nquiet = 1\n")
+    assert main(["status", "--json"]) == 78
+    error = json.loads(capsys.readouterr().out)
+    assert error["file"] == str(path) and error["exit"] == 78

@@ -171,3 +171,16 @@ def test_a_status_file_that_cannot_be_written_does_not_stop_the_daemon(tmp_path:
     blocker.mkdir()
     status.update(state="idle")
     assert status.write_error is None and (blocker / "status.json").exists()
+
+
+def test_a_pass_that_waited_for_the_store_is_not_shown_as_ok_once_the_store_is_there(tmp_path: Path) -> None:
+    # issue 27: "waiting: no store" results stayed "ok" after the store appeared
+    store = tmp_path / "store"
+    store.mkdir()
+    data = {"state": "idle", "updated_at": "2026-11-30T12:00:00Z",
+            "passes": {"follow": {"at": "2026-11-30T11:59:00Z", "ok": True,
+                                  "summary": f"waiting: no store at {store} (`distilld new` creates one)"}}}
+    text = render_text(build_view(store, data, 123, None, {"activity_log": "/a"}, now=NOW))
+    line = next(line for line in text.splitlines() if line.strip().startswith("follow"))
+    assert "WAITED" in line and "ok " not in line
+    assert "the store is there now" in line

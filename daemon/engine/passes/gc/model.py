@@ -57,8 +57,8 @@ def render_gc_plan(plan: GcPlan, heading: str = "gc preview (nothing changed)") 
     out += [f"note: {shown(n)}" for n in plan.notes]
     out.append(f"moves: {len(plan.moves)}")
     for move in plan.moves:
-        line = (f"    - archive {shown(move.source)} -> {shown(move.target)} ({shown(move.reason)}; last activity {move.stamp}, "
-                f"{move.age_days} days, threshold {move.threshold_days})")
+        # the reason gives the days and the threshold already (they were said twice: issue 27)
+        line = f"    - archive {shown(move.source)} -> {shown(move.target)} ({shown(move.reason)}; last activity {move.stamp})"
         if move.directives:
             line += f" [carries {move.directives} [DIRECTIVE] marker{'s' if move.directives != 1 else ''}]"
         out.append(line)

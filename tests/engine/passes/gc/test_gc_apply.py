@@ -571,7 +571,7 @@ def test_revert_with_nothing_to_revert_says_so_and_exits_0(b: StoreBuilder, caps
 def test_a_manifest_without_revert_is_a_usage_error(b: StoreBuilder, capsys: pytest.CaptureFixture[str]) -> None:
     heron_store(b)
     before = files(b.root, LOCK_FILES)
-    code, out, err = run_cli(["gc", "--apply", "--manifest", "x.json", str(b.root)], capsys)
+    code, _, err = run_cli(["gc", "--apply", "--manifest", "x.json", str(b.root)], capsys)
     assert code == 2 and "--manifest" in err and "--revert" in err
     assert files(b.root, LOCK_FILES) == before
 
