@@ -28,6 +28,7 @@ from distilld.store.hook_clauses import distinctive_phrases
 from distilld.store.snapshot import take_snapshot
 from distilld.store.tierfile import KnowledgeFile
 
+pytestmark = pytest.mark.slow  # big stores: each test takes seconds
 POLICY = load_policy()
 LIMITS = POLICY.limits
 
