@@ -39,6 +39,10 @@ from .text import byte_len, rtrim
 READ_CLAUSE_RE = re.compile(r"^(?:Read|Consult|Use|Open|Check|Load)\b")
 ELLIPSIS = "\u2026"
 KEYWORDS = "keywords: "
+# A hook over WINDOW times its room is shortened from its leading clauses in that window, its
+# Read sentence (looked for in its last READ_TAIL characters), its markers and its links.
+WINDOW, WINDOW_SLACK, READ_TAIL = 32, 4096, 2000
+COMMON_WINDOW = 16_000  # of a hook, where common_phrases looks
 LINK_RE = re.compile(r"\[[^\]]*\]\([^)]*\)")
 MARKER_TEXT_RE = re.compile(
     r"\[(?:NON-NEGOTIABLE|DIRECTIVE|UPDATED|DEPRECATED|CORRECTED|IMPORTANT|CONTEXT|PROVISIONAL)[^\]]*\]")
@@ -52,6 +56,23 @@ class _Parsed:
 
 
 @lru_cache(maxsize=4096)
+def _windowed(hook: str, size: int) -> str:
+    """A bloated hook's leading clauses within about ``size`` characters, and its Read sentence:
+    a hook many times its room is shortened from these alone (its whole text goes to Index
+    detail), so that shortening costs the same for a 20 KB hook and a 5 MB one."""
+    read = _parse(hook[-READ_TAIL:]).read if len(hook) > READ_TAIL else _parse(hook).read
+    kept: list[str] = []
+    total = 0
+    for clause in split_clauses(hook[:size]):
+        if total + len(clause.text) > size and kept:
+            break
+        kept.append(clause.text + clause.delim)
+        total += len(clause.text) + 1
+    window = " ".join(kept)
+    extras = [x for x in dict.fromkeys(MARKER_TEXT_RE.findall(hook) + LINK_RE.findall(hook)) if x not in window]
+    return " ".join(p for p in (window, "; ".join(extras) + ("." if extras else ""), read) if p)
+
+
 def _parse(hook: str) -> _Parsed:
     found = split_clauses(hook)
     read_at = next((i for i in range(len(found) - 1, -1, -1) if READ_CLAUSE_RE.match(found[i].text)
@@ -164,6 +185,8 @@ def short_hook(hook: str, limit: int, must_keep: tuple[str, ...] = (), common: f
     draws on them before the hook's other phrases."""
     if byte_len(hook) <= limit:
         return hook
+    if len(hook) > WINDOW * max(limit, 1) + WINDOW_SLACK:  # a bloated hook: its lead clauses and Read sentence
+        return short_hook(_windowed(hook, WINDOW * max(limit, 1)), limit, must_keep, common, terms)
     out = _short_hook(hook, limit, must_keep, common, terms)
     links = [x for x in dict.fromkeys(LINK_RE.findall(hook)) if x not in _parse(hook.strip()).read]
     if byte_len(out) <= limit or not links:
@@ -310,10 +333,11 @@ def short_entry(group: str, hook: str, limit: int, must_keep: tuple[str, ...] = 
 
 
 def common_phrases(hooks: list[str], share: int = 3) -> frozenset[str]:
-    """The distinctive phrases that ``share`` or more of the hooks mention."""
+    """The distinctive phrases that ``share`` or more of the hooks mention (a bloated hook's
+    within its window: what a shortened hook can keep of it)."""
     counts: Counter[str] = Counter()
     for hook in hooks:
-        counts.update(set(distinctive_phrases(hook)))
+        counts.update(set(distinctive_phrases(hook if len(hook) <= COMMON_WINDOW else hook[:COMMON_WINDOW])))
     return frozenset(phrase for phrase, count in counts.items() if count >= share)
 
 

@@ -28,6 +28,7 @@ from distilld.store.hook_clauses import distinctive_phrases
 from distilld.store.snapshot import take_snapshot
 from distilld.store.tierfile import KnowledgeFile
 
+pytestmark = pytest.mark.slow  # big stores: each test takes seconds
 POLICY = load_policy()
 LIMITS = POLICY.limits
 
@@ -212,3 +213,30 @@ def test_the_same_file_is_split_where_the_spine_has_room(tmp_path: Path) -> None
     plan = plan_for(take_snapshot(root), POLICY, FIXED_NOW)
     [split] = [s for s in plan.splits if s.path == "craft/huge.md"]
     assert len(split.children) >= 50  # 3,000 lines need 51 pieces at the least
+
+
+def test_a_bloated_hook_is_shortened_from_a_window_whatever_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    from distilld.store import hooks
+
+    def bloated(clauses: int) -> str:
+        body = "; ".join(f"Kestrel{n} ingest detail {n}" for n in range(clauses))
+        return f"{body}; [NON-NEGOTIABLE] never drop a batch. Read when working on Kestrel ingest."
+
+    read = [0]
+    original = hooks.split_clauses
+
+    def counted(text: str) -> list[object]:
+        found = original(text)
+        read[0] += len(found)
+        return found
+
+    monkeypatch.setattr(hooks, "split_clauses", counted)
+    work = []
+    for clauses in (20_000, 40_000):  # about 0.6 MB and 1.2 MB
+        read[0] = 0
+        short = hooks.short_hook(bloated(clauses), 200)
+        work.append(read[0])
+        assert len(short.encode()) <= 200
+        assert short.endswith("Read when working on Kestrel ingest.")
+        assert "[NON-NEGOTIABLE]" in short  # a marker past the window is kept
+    assert work[1] <= work[0] * 1.1, work  # the clauses read do not grow with the hook
