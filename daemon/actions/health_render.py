@@ -139,6 +139,8 @@ def render_text(report: HealthReport) -> str:
     out.append("~ marks an estimate; `--json` and `--html FILE` say how each figure is counted.")
     # the heading names the store's path: kept whole on its line, never broken
     heading = f"report {report.today} (layout {report.layout}): {report.store}"
+    if len(heading) > WIDTH:  # a long path goes on a line of its own, whole
+        heading = f"report {report.today} (layout {report.layout}):\n{report.store}"
     return "\n".join([heading, *(wrapped for line in out for wrapped in _wrap(line))]) + "\n"
 
 
