@@ -199,7 +199,7 @@ def _hook(rng: random.Random, f: BlindFile, long: bool) -> str:
         if m.startswith(("[NON-NEGOTIABLE", "[DIRECTIVE")) or rng.random() < 0.5:
             parts.append(f"{rng.choice(VERBS)} {rng.choice(NOUNS)} {m}")
     if long:
-        for _ in range(rng.randint(2, 6)):
+        for _ in range(rng.randint(5, 11)):
             parts.append(f"{rng.choice(VERBS)} {rng.choice(NOUNS)} over {rng.choice(NOUNS)} "
                          f"({rng.choice(f.rare_words)}, {rng.randint(2, 99)} {rng.choice(NOUNS)})")
     body = "; ".join(parts)
@@ -216,7 +216,7 @@ def make_store(root: Path, seed: int, scale: float = 1.0, thin: bool = False) ->
     """Write a pre-1.2 Store-B-shaped store under root; return what was put in it."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
-    n_files = max(6, int((12 if thin else 150) * scale))
+    n_files = max(6, int((12 if thin else 90) * scale))
     used: set[str] = set()
     files_by_tier: dict[str, list[BlindFile]] = {t: [] for t in TIERS}
     for i in range(n_files):
@@ -241,7 +241,7 @@ def make_store(root: Path, seed: int, scale: float = 1.0, thin: bool = False) ->
             f.markers.append(rng.choice(MARKERS_PROTECTED))
         if rng.random() < 0.15:
             f.markers.append(rng.choice(MARKERS_RETRIEVAL))
-        size = rng.choices(("small", "medium", "large"), weights=(3, 4, 3))[0]
+        size = rng.choices(("small", "medium", "large"), weights=(3, 5, 2))[0]
         target = root / f.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(_file_text(rng, f, tier, size).encode())
@@ -270,7 +270,7 @@ def _spine_text(rng: random.Random, files_by_tier: dict[str, list[BlindFile]], c
             i += len(group)
             joiner = rng.choice(JOINERS)
             pointers = joiner.join(f"[{f.title}]({f.path})" for f in group)
-            hook = " ".join(_hook(rng, f, long=not thin and rng.random() < 0.7) for f in group)
+            hook = " ".join(_hook(rng, f, long=not thin and rng.random() < 0.85) for f in group)
             dash = "—" if rng.random() < 0.85 else "--"
             entry = f"- {pointers} {dash} {hook}"
             if rng.random() < 0.1 and len(entry) > 200:  # a wrapped continuation line
