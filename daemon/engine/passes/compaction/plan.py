@@ -22,11 +22,13 @@ from ....store.terms import StoreTerms
 from ....store.text import byte_len, sha256_hex
 from ....store.tierfile import KnowledgeFile, append_index_details
 from ...executor import FileWrite, Step
-from .continuation import bare_hook, child_summary, continuation_hook, continued_parent
+from .findability import Findability
+from .continuation import child_summary, child_title, continued_family
 from .spine import SpineCompactor, SpineResult
 from .spine_model import Entry, SpineModel, format_group
 
 NUMBER_RE = re.compile(r"-([0-9]+)\.md$")
+ParentOf = Callable[[str], str | None]
 DETAIL_OVERHEAD = (4, 60)  # lines and bytes an Index detail section adds besides the hook itself
 ROUNDS = 8
 
@@ -104,6 +106,7 @@ class _Tree:
         self._families: dict[str, list[str]] | None = None  # split children by parent, once asked for
         self._summaries: dict[str, str] = {}
         self._terms: StoreTerms | None = None  # built once a hook is shortened
+        self._findability: Findability | None = None
 
     def pinned(self, path: str) -> bool:
         if path not in self._pinned:
@@ -118,6 +121,7 @@ class _Tree:
         self._families = None
         self._summaries.clear()
         self._terms = None
+        self._findability = None
 
     def summary(self, path: str) -> str:
         """A few words of what a split child holds, for its family's continuation line."""
@@ -134,6 +138,12 @@ class _Tree:
         self._summaries[path] = child_summary(self.knowledge(path), family)
         return self._summaries[path]
 
+    def child_title(self, path: str) -> str:
+        """The title of a split child's pointer on a line of its own: words of its own piece."""
+        if path not in self.files:
+            return _child_pointer(path).title
+        return child_title(self.knowledge(path), self.summary(path)) or _child_pointer(path).title
+
     def family_head(self, path: str) -> str:
         """The file a split child continues, followed to its first piece."""
         seen = {path}
@@ -148,6 +158,13 @@ class _Tree:
             self._terms = StoreTerms({p: data for p, data in self.files.items() if is_tier_path(p)},
                                      self.family_head)
         return self._terms
+
+    def findability(self) -> Findability:
+        """The store's self-queries (findability.py), built once per version of the tree."""
+        if self._findability is None:
+            self._findability = Findability({p: data for p, data in self.files.items() if is_tier_path(p)},
+                                            self.family_head)
+        return self._findability
 
     def taken(self, path: str) -> bool:
         return any(p in self.files for p in (path, "archive/" + path, "evidence/" + path))
@@ -189,11 +206,11 @@ def _child_pointer(path: str) -> Pointer:
     return Pointer(match.group(1) if match else path.rsplit("/", 1)[-1][:-3], path)
 
 
-ContinuationHook = Callable[[str, list[Pointer], int], str]  # (parent, its pointers on the line, room) -> hook
+ChildTitle = Callable[[str], str]  # a split child's path -> the title its pointer carries on a line of its own
 
 
 def _place_children(model: SpineModel, parent: str, children: list[str], cap: int, reserve: int,
-                    hook_for: ContinuationHook, room: int) -> None:
+                    title_of: ChildTitle, parent_of: ParentOf) -> None:
     """Children join the line of the entry that names their parent; what does not fit on it
     (or has no such line) gets a line of its own right after it."""
     pointers = [_child_pointer(c) for c in children]
@@ -207,42 +224,39 @@ def _place_children(model: SpineModel, parent: str, children: list[str], cap: in
             fitting.append(pointer)
         if fitting:
             model.add_pointers(host, fitting, parent)
-    _continuation_lines(model, host, parent, pointers[len(fitting):], cap, hook_for, room)
+    _continuation_lines(model, host, parent, pointers[len(fitting):], cap, title_of, parent_of)
 
 
 def _continuation_lines(model: SpineModel, host: Entry | None, parent: str, pointers: list[Pointer],
-                        cap: int, hook_for: ContinuationHook, room: int) -> None:
+                        cap: int, title_of: ChildTitle, parent_of: ParentOf) -> None:
     """Lines of their own for a family's pointers that its entry has no room for, right after
-    the entry and the family's earlier continuation lines, in order. Each line keeps ``room``
-    bytes (the hook floor) for a hook that says what its children hold (continuation.py)."""
+    the entry and the family's earlier continuation lines, in order. Such a line has no hook and
+    repeats no path: each pointer's title says what its piece holds (continuation.py)."""
     after: Entry | None = host
     if host is not None and pointers:
         live = model.live_entries()
         at = live.index(host) + 1
-        while at < len(live) and continued_parent(live[at].hook) == parent:
+        while at < len(live) and continued_family(live[at].hook, live[at].paths, parent_of) == parent:
             after = live[at]
             at += 1
-    reserve = max(room, byte_len(bare_hook(parent)))
-    rest = list(pointers)
+    rest = [Pointer(title_of(p.path), p.path) for p in pointers]
     while rest:
         line: list[Pointer] = []
         for pointer in rest:
-            if line and byte_len(f"- {format_group(line + [pointer])} \u2014 ") + reserve > cap:
+            if line and byte_len(f"- {format_group(line + [pointer])}") > cap:
                 break
             line.append(pointer)
         rest = rest[len(line):]
-        head = byte_len(f"- {format_group(line)} \u2014 ")
         section = after.section if after is not None else 0
-        after = model.new_entry(line, hook_for(parent, line, min(reserve, cap - head)), after, section)
+        after = model.new_entry(line, "", after, section)
 
 
-def _relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], cap: int, reserve: int,
-                     hook_for: ContinuationHook, room: int) -> None:
+def _relieve_crowded(model: SpineModel, parent_of: ParentOf, cap: int, reserve: int, title_of: ChildTitle) -> None:
     """An entry whose pointer group leaves its hook no room (a family that grew child by child)
     gives its trailing split children a continuation line of their own. A continuation line is
-    left as it is: its hook names the children on it."""
+    left as it is."""
     for entry in list(model.live_entries()):
-        if entry.is_catalog or entry.is_new or continued_parent(entry.hook):
+        if entry.is_catalog or entry.is_new or continued_family(entry.hook, entry.paths, parent_of):
             continue
         moved: list[Pointer] = []
         while len(entry.group) > 1 and byte_len(f"- {format_group(entry.group)} \u2014 ") + reserve > cap:
@@ -254,7 +268,7 @@ def _relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], 
             continue
         entry.group_changed = True
         model.forget_index()
-        _continuation_lines(model, entry, parent_of(moved[0].path) or "", moved, cap, hook_for, room)
+        _continuation_lines(model, entry, parent_of(moved[0].path) or "", moved, cap, title_of, parent_of)
 
 
 def _build_model(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], limits: Limits,
@@ -290,15 +304,18 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
     model = SpineModel(spine)
     model.pinned = tree.pinned
     model.store_terms = tree.terms
+    model.findability = tree.findability
     if catalog_line is not None:
         model.insert_top(catalog_line)
-    def continuation_hook_of(parent: str, pointers: list[Pointer], room: int) -> str:
-        summaries = [tree.summary(p.path) if p.path in tree.files else "" for p in pointers]
-        return continuation_hook(parent, summaries, room)
+    def parent_of(path: str) -> str | None:
+        if path not in tree.files:
+            return None
+        parent = tree.knowledge(path).split_from
+        return parent if parent and parent in tree.files and parent != path else None
 
     for parent, kids in children:
         _place_children(model, parent, kids, limits.spine.entry_max_bytes, limits.spine.hook_floor,
-                        continuation_hook_of, floor)
+                        tree.child_title, parent_of)
 
     def detail_target(entry: Entry) -> str | None:
         """The first file of the entry's group, or the first one with room for the whole hook
@@ -312,14 +329,7 @@ def _model_at(spine: bytes, tree: _Tree, children: list[tuple[str, list[str]]], 
                 return path
         return members[0] if members else None
 
-    def parent_of(path: str) -> str | None:
-        if path not in tree.files:
-            return None
-        parent = tree.knowledge(path).split_from
-        return parent if parent and parent in tree.files and parent != path else None
-
-    _relieve_crowded(model, parent_of, limits.spine.entry_max_bytes, limits.spine.hook_floor,
-                     continuation_hook_of, floor)
+    _relieve_crowded(model, parent_of, limits.spine.entry_max_bytes, limits.spine.hook_floor, tree.child_title)
     compactor = SpineCompactor(model, limits.spine, detail_target, parent_of)
     return model, compactor.run(floor)
 
