@@ -9,9 +9,9 @@ backticks stay balanced, since units end only at the top level.
 
 What is kept is what a reader finds the line by: each word is worth what the caller's
 ``weights`` say (the store's findability, compaction/findability.py); units are taken by what
-they add per byte. The Read sentence is kept whole, shrunk to its trigger words ("Read when:
-flame graphs."), or left out, whichever leaves the hook worth most. Markers such as
-``[NON-NEGOTIABLE]``, links and "pinned" are always kept: a reader must know a rule binds before
+they add per byte. The Read sentence is kept whole or shrunk to its trigger words ("Read when:
+flame graphs."), whichever leaves the hook worth most; it is left out only where
+neither fits. Markers such as ``[NON-NEGOTIABLE]``, links and "pinned" are always kept: a reader must know a rule binds before
 opening the file. A line for several hooks (a merge) has at most one Read sentence: the hooks'
 triggers, together.
 """
@@ -153,11 +153,13 @@ def _readable_hook(hooks: tuple[str, ...], limit: int, weights: Mapping[str, flo
     units = [((n, u.index), u) for n, p in enumerate(parsed) for u in p.units]
     reads = [p.read for p in parsed if p.read]
     triggers = list(dict.fromkeys(t for p in parsed for t in p.trigger.split(", ") if t))
-    read_options = [""]
+    read_options = []  # a hook says when to read its file, whole or by its trigger words, if it can
     if triggers:
         read_options.append(TRIGGER_HEAD + ", ".join(triggers) + ".")
     if len(set(reads)) == 1:
         read_options.append(reads[0])
+    if not any(byte_len(r) <= limit for r in read_options):
+        read_options.append("")
     joined = " ".join(hooks)
     mandatory = list(dict.fromkeys(MARKER_RE.findall(joined) + LINK_RE.findall(joined)))
     mandatory += [w for w in must_keep if w not in joined or w == "pinned"]

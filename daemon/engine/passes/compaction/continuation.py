@@ -9,7 +9,8 @@ family does not mention first), or else its number. The line has no hook and rep
 
     - [Retry budgets](craft/x-7.md) + [`jitter_ms`, ERR_42](craft/x-8.md)
 
-Such a line is known by its pointers: all of them continue one file that is not on the line.
+Such a line is known by its pointers and its missing hook: all of them continue one file that is
+not on the line.
 Lines of earlier versions, whose hook ended ``continues `<parent>`.``, are known by that too.
 """
 
@@ -94,11 +95,11 @@ def child_title(file: KnowledgeFile, summary: str) -> str:
 
 
 def continued_family(hook: str, paths: list[str], parent_of: Callable[[str], str | None]) -> str | None:
-    """The file a continuation line continues: the one its hook names (the older form), or the
-    parent every pointer of the line shares when that parent is not on the line itself."""
+    """The file a continuation line continues: the one its hook names (the older form), or, for a
+    line without a hook, the parent every pointer shares when that parent is not on the line."""
     named = continued_parent(hook)
-    if named is not None:
-        return named
+    if named is not None or hook.strip():
+        return named  # a child's own entry with a hook of its own is an entry like any other
     parents = {parent_of(p) for p in paths}
     if len(parents) != 1:
         return None
