@@ -236,5 +236,6 @@ def _fill(chosen: dict[tuple[int, int], str], units: list[tuple[tuple[int, int],
 def contributes(hook: str, line_hook: str) -> bool:
     """Does ``line_hook`` keep a unit of ``hook`` of its own (not only its markers or triggers)?"""
     parsed = parse(hook)
-    return any(form in line_hook for unit in parsed.units for form in unit.forms
+    kept = line_hook.lower()  # a unit may have gained a capital where it opens a sentence
+    return any(form.lower() in kept for unit in parsed.units for form in unit.forms
                if not MARKER_RE.fullmatch(form.strip()))
