@@ -158,8 +158,7 @@ def _readable_hook(hooks: tuple[str, ...], limit: int, weights: Mapping[str, flo
         read_options.append(TRIGGER_HEAD + ", ".join(triggers) + ".")
     if len(set(reads)) == 1:
         read_options.append(reads[0])
-    if not any(byte_len(r) <= limit for r in read_options):
-        read_options.append("")
+    read_options.append("")  # the last resort: taken only when no hook with a Read sentence fits
     joined = " ".join(hooks)
     mandatory = list(dict.fromkeys(MARKER_RE.findall(joined) + LINK_RE.findall(joined)))
     mandatory += [w for w in must_keep if w not in joined or w == "pinned"]
@@ -181,7 +180,7 @@ def _readable_hook(hooks: tuple[str, ...], limit: int, weights: Mapping[str, flo
         score = _value(text, weights) + LEAD_BONUS * any(k[1] == 0 for k in chosen) + \
             WHOLE_READ_BONUS * (read in reads and bool(read))
         candidates.append((byte_len(text) <= limit, score, text))
-    fitting = [c for c in candidates if c[0]]
+    fitting = [c for c in candidates[:-1] if c[0]] or [c for c in candidates[-1:] if c[0]]
     if fitting:
         return max(fitting, key=lambda c: (c[1], byte_len(c[2])))[2]
     return min(candidates, key=lambda c: byte_len(c[2]))[2]
