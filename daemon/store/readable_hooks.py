@@ -135,7 +135,7 @@ def _render(chosen: dict[tuple[int, int], str], units: list[tuple[tuple[int, int
 def readable_hook(hooks: Sequence[str], limit: int, weights: Mapping[str, float],
                   must_keep: tuple[str, ...] = ()) -> str:
     """See ``_readable_hook``; cached when ``weights`` is hashable (findability.Weights is)."""
-    if isinstance(weights, dict) and type(weights).__hash__ is None:
+    if type(weights).__hash__ is None:
         return _readable_hook.__wrapped__(tuple(hooks), limit, weights, must_keep)
     return _readable_hook(tuple(hooks), limit, weights, must_keep)
 
@@ -199,30 +199,31 @@ def _fill(chosen: dict[tuple[int, int], str], units: list[tuple[tuple[int, int],
           read: str, limit: int, weights: Mapping[str, float]) -> None:
     """Add units (or longer forms of them) by what they add per byte, while they fit. A part
     costs its bytes, its delimiter and a space."""
-    def worth(words: frozenset[str]) -> float:
-        return sum(weights.get(w, 0.0) for w in words) if weights else float(len(words))
-
+    priced = {form: [(w, weights.get(w, 0.0) if weights else 1.0) for w in _words(form)]
+              for _, unit in units for form in unit.forms}
+    sizes = {form: byte_len(form) for form in priced}
     covered: set[str] = set(_words(read))
     for text in [*chosen.values(), *extras]:
         covered |= _words(text)
     size = byte_len(_render(chosen, units, extras, read))
     empty = not chosen and not extras
     while True:
-        pick: tuple[float, tuple[int, int], str, int] | None = None
+        pick: tuple[float, tuple[int, int], str] | None = None
         for key, unit in units:
             old = chosen.get(key)
             for form in unit.forms:
-                if old is not None and byte_len(form) <= byte_len(old):
+                if old is not None and sizes[form] <= sizes[old]:
                     break
-                grow = byte_len(form) - (byte_len(old) if old is not None else -2)
+                grow = sizes[form] - (sizes[old] if old is not None else -2)
                 if empty and old is None and not read:
                     grow -= 1  # the first part has no space before it
                 if size + grow > limit:
                     continue
-                gain = worth(_words(form) - covered) + (LEAD_BONUS if key[1] == 0 and old is None else 0)
+                gain = sum(v for w, v in priced[form] if w not in covered) + \
+                    (LEAD_BONUS if key[1] == 0 and old is None else 0)
                 per_byte = gain / max(1, grow)
                 if gain > 0 and (pick is None or per_byte > pick[0]):
-                    pick = (per_byte, key, form, grow)
+                    pick = (per_byte, key, form)
                 break  # the longest form that fits is the one weighed
         if pick is None:
             return

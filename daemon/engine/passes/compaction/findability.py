@@ -99,6 +99,7 @@ class Findability:
             if len(rare) > RARE_QUERIES + 1:
                 self.queries.append((family, tuple(rare[RARE_QUERIES:RARE_QUERIES + 3])))
         self._weights: dict[tuple[str, ...], Weights] = {}
+        self._by_family_weights: dict[str, dict[str, float]] = {}
         self._families: dict[str, str] = {}
         self.by_word: dict[str, list[int]] = {}
         self.by_family: dict[str, list[int]] = {}
@@ -127,16 +128,18 @@ class Findability:
     def weights(self, paths: Sequence[str], titles: str = "") -> Weights:
         """What each word is worth to the hook of a line pointing at ``paths``."""
         key = (*paths, "\0", titles)
-        if key not in self._weights:
-            found = Weights()
-            for family in dict.fromkeys(self.family(p) for p in paths):
-                for word in self.families.get(family, ()):
-                    found[word] = max(found.get(word, 0.0), self.idf.get(word, 0.0) ** 2)
-            for word in tokens(titles):
-                if word in found:
-                    found[word] /= 2
-            self._weights[key] = found
-        return self._weights[key]
+        found = self._weights.get(key)
+        if found is None:
+            tables = tuple(self._family_weights(f) for f in dict.fromkeys(self.family(p) for p in paths))
+            found = self._weights[key] = Weights(tables, frozenset(tokens(titles)))
+        return found
+
+    def _family_weights(self, family: str) -> dict[str, float]:
+        table = self._by_family_weights.get(family)
+        if table is None:
+            table = self._by_family_weights[family] = {
+                w: self.idf.get(w, 0.0) ** 2 for w in self.families.get(family, ())}
+        return table
 
     def score(self, entries: Sequence[tuple[str, Sequence[str]]], only: frozenset[int] | None = None) -> float:
         """Mean over the self-queries (or the sum over ``only`` of them, over the same count) of
@@ -181,14 +184,30 @@ class Findability:
         return total / len(self.queries)
 
 
-class Weights(dict[str, float]):
-    """A word's worth to a hook; hashed by identity, so a planner's caches can key on it."""
+class Weights:
+    """A word's worth to a hook: the highest of its topics' (squared rarity), half where the
+    line's pointer titles say it already. Hashed by identity, so a planner's caches can key on it."""
 
-    def __hash__(self) -> int:  # type: ignore[override]
-        return id(self)
+    __slots__ = ("tables", "halved")
 
-    def __eq__(self, other: object) -> bool:
-        return self is other
+    def __init__(self, tables: tuple[dict[str, float], ...] = (), halved: frozenset[str] = frozenset()) -> None:
+        self.tables = tables
+        self.halved = halved
+
+    def get(self, word: str, default: float = 0.0) -> float:
+        found = max((t[word] for t in self.tables if word in t), default=None)
+        if found is None:
+            return default
+        return found / 2 if word in self.halved else found
+
+    def __getitem__(self, word: str) -> float:
+        return self.get(word)
+
+    def __contains__(self, word: object) -> bool:
+        return any(word in t for t in self.tables)
+
+    def __bool__(self) -> bool:
+        return bool(self.tables)
 
 
 @lru_cache(maxsize=65536)

@@ -32,8 +32,8 @@ from .findability import Weights
 from ....store.readable_hooks import _words
 from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep, rewrite
 
-MERGE_TRIALS = 8
-LADDER_STEP = 24  # bytes between two versions of an entry an allocation weighs  # merges weighed per step: the ranking puts the likeliest first
+MERGE_TRIALS = 8  # merges weighed per step: the ranking puts the likeliest first
+LADDER_STEP = 60  # bytes between two versions of an entry an allocation weighs
 
 
 def floor_of(entry: Entry, floor: int) -> int:
@@ -191,11 +191,10 @@ class SpineCompactor:
             rungs.append(whole)
         return rungs
 
-    def _allocate(self, goal: int, natural: dict[int, int], cache: dict[tuple[int, int], str]) -> int:
+    def _allocate(self, goal: int, natural: dict[int, int], ladders: dict[int, list[Rung]]) -> int:
         """Each entry's bytes, shared out by findability within ``goal`` (allocate.py)."""
         for entry in self.movable:
             entry.text, entry.limit = None, None
-        ladders = {entry.key: self._ladder(entry, natural[entry.key], cache) for entry in self.movable}
         other = self.model.size - sum(natural.values())
         chosen = allocate(ladders, other, goal)
         for entry in self.movable:
@@ -210,18 +209,21 @@ class SpineCompactor:
         limits = self.limits
         natural = {e.key: e.size for e in self.movable}
         cache: dict[tuple[int, int], str] = {}
+        for entry in self.movable:
+            entry.text, entry.limit = None, None
+        ladders = {entry.key: self._ladder(entry, natural[entry.key], cache) for entry in self.movable}
         goal = limits.compact_at_bytes
-        self._allocate(goal, natural, cache)
+        self._allocate(goal, natural, ladders)
         if self.byte_ceiling > goal and self.model.findability() is not None:
             at_target = self.model.score()
-            self._allocate(self.byte_ceiling, natural, cache)
+            self._allocate(self.byte_ceiling, natural, ladders)
             at_ceiling = self.model.score()
             if at_target < at_ceiling:
                 if self.model.size > goal:
                     self.reasons.append(f"shortening more hooks to reach {goal} bytes would lower the store's "
                                         f"self-query score from {at_ceiling:.3f} to {at_target:.3f}")
                 goal = self.byte_ceiling
-        self._allocate(goal, natural, cache)
+        self._allocate(goal, natural, ladders)
         self.level = max((e.limit for e in self.movable if e.limit is not None), default=limits.entry_max_bytes)
         for entry in self.movable:
             entry.cut = entry.text is not None and rtrim(hook_of_entry(entry.text)) != entry.hook
