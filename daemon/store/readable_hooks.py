@@ -95,8 +95,7 @@ def trigger_of(read: str) -> str:
     """The words of a Read sentence that say what it is about: "Read before touching invoices or
     reconciliation." gives "invoices, reconciliation"; "Read at session start." gives ""."""
     body = READ_RE.sub("", read, count=1).strip().rstrip(".")
-    if body.startswith(":"):
-        body = body[1:]
+    body = re.sub(r"^(?:when)?\s*:\s*", "", body)  # a trigger sentence read again: "Read when: a, b."
     phrases = []
     for phrase in re.split(r",\s+|\s+or\s+|\s+and\s+|;\s+", body):
         words = phrase.split()

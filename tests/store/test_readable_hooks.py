@@ -40,6 +40,7 @@ def test_the_read_sentence_shrinks_to_its_trigger_words() -> None:
     assert trigger_of("Read before touching invoices or reconciliation.") == "invoices, reconciliation"
     assert trigger_of("Read when working in the beacon or delta repos.") == "beacon, delta"
     assert trigger_of("Read at session start.") == ""
+    assert trigger_of("Read when: flame graphs, `--alert-ttl`.") == "flame graphs, `--alert-ttl`"  # read again
     assert readable_hook([HOOK], 70, WEIGHTS).endswith("Read when: alert fatigue, `--alert-ttl`.")
 
 
