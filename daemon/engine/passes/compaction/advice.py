@@ -9,6 +9,7 @@ unit that cannot be cut, and this module reuses it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from .fit import SpineRoom, spine_floor, spine_refusal
 MERGE_FORM = "`- [A](a.md) + [B](b.md) \u2014 \u2026`"
 SHOWN = 5  # suggestions of one kind
 PAIRED = 300  # entries whose pairs are scored for a merge suggestion
+TOPICS_SHOWN = 20  # topics a refused plan names at most
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class CapFailure:
 
     def render(self) -> list[str]:
         return [f"    - {'; '.join(self.problems)}", *(f"      {line}" for line in self.why)]
+
+
 
 
 def cap_failures(after: Snapshot, limits: Limits, breaches: list[str] | None = None) -> list[CapFailure]:
@@ -110,6 +114,36 @@ def spine_advice(spine: Spine, limits: Limits) -> list[str]:
             out.append(f"line {entry.line_index + 1}: its pointer group alone takes {_group_bytes(entry)} of the "
                        f"{caps.entry_max_bytes} bytes an entry may have; give some of its pointers a line of their "
                        "own, or merge small files of the family by hand")
+    return out
+
+
+def topic_advice(spine: Spine, exists: Callable[[str], bool], limits: Limits) -> list[str]:
+    """For a planned SPINE over a cap: which topics to archive or merge by hand, named by files
+    that exist now (never by a split child the plan would create), each with the bytes and the
+    line its entry takes, largest first, until they cover what is over the caps."""
+    caps = limits.spine
+    over_bytes = spine.size - caps.max_bytes
+    over_lines = spine.line_count - caps.max_lines
+    rows: list[tuple[int, str, list[str]]] = []
+    for entry in spine.entries:
+        if entry.is_catalog_line:
+            continue
+        existing = [p.path for p in entry.leading_group if exists(p.path)]
+        if existing:
+            rows.append((entry.byte_len + 1, entry.leading_group[0].title, existing))
+    rows.sort(key=lambda row: (-row[0], row[2]))
+    out: list[str] = []
+    freed = lines = 0
+    for size, title, paths in rows:
+        if (freed >= over_bytes and lines >= over_lines) or len(out) == TOPICS_SHOWN:
+            break
+        out.append(f"archive or merge the topic \"{clip(title, 60)}\" ({', '.join(paths)}): frees {size} bytes "
+                   "and 1 line of the SPINE")
+        freed, lines = freed + size, lines + 1
+    if out:
+        need = [f"{over_bytes} bytes" if over_bytes > 0 else "", f"{over_lines} lines" if over_lines > 0 else ""]
+        out.insert(0, f"the SPINE would still be over its caps by {' and '.join(n for n in need if n)}; the topics "
+                      f"below free {freed} bytes and {lines} lines together")
     return out
 
 

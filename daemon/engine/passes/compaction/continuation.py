@@ -1,24 +1,24 @@
-"""The hook of a split family's continuation line: what its children hold, then which file they
-continue. Pure.
+"""A split family's continuation lines: what their pointers are titled, and how they are known.
+Pure.
 
 A family whose pointers outgrow its entry gives its later children lines of their own. A reader
-of the SPINE decides from it which file to open, so such a line says what is in its children:
-each child's own lead heading (the first heading that starts in it, not one reopened with
-"(continued)"), or else its most distinctive names (those the rest of its family does not
-mention first) as ``keywords: a, b``, or else the heading of the section it continues. The words come first and ``continues `<parent>`.`` ends
-the hook, so the bare form of earlier versions is still part of every such hook:
+of the SPINE decides from it which file to open, so each child's pointer on such a line is
+titled with words of its own piece: its own lead heading (the first heading that starts in it,
+not one reopened with "(continued)"), or else its most distinctive names (those the rest of its
+family does not mention first), or else its number. The line has no hook and repeats no path:
 
-    - [7](craft/x-7.md) + [8](craft/x-8.md) — Retry budgets; keywords: `jitter_ms`; continues `craft/x.md`.
+    - [Retry budgets](craft/x-7.md) + [`jitter_ms`, ERR_42](craft/x-8.md)
 
-The words take at most the room the packing gives every entry's hook (the hook floor), and none
-when that floor leaves no more than the bare form.
+Such a line is known by its pointers and its missing hook: all of them continue one file that is
+not on the line.
+Lines of earlier versions, whose hook ended ``continues `<parent>`.``, are known by that too.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ....store.hook_clauses import distinctive_phrases
 from ....store.hooks import KEYWORDS, short_hook
@@ -28,10 +28,6 @@ from ....store.tierfile import HEADING_RE, KnowledgeFile
 
 CONTINUES_RE = re.compile(r"(?:^|; )continues `([^`]+)`\.$")
 NAMES = 3  # distinctive names a child without a heading of its own is summed up by
-
-
-def bare_hook(parent: str) -> str:
-    return f"continues `{parent}`."
 
 
 def continued_parent(hook: str) -> str | None:
@@ -96,15 +92,31 @@ def _lines(file: KnowledgeFile) -> list[str]:
     return [line for line in file.body_lines if line.strip() and not HEADING_RE.match(line)]
 
 
-def continuation_hook(parent: str, summaries: list[str], room: int) -> str:
-    """The words of the children, in their order, within ``room`` bytes with the bare form after
-    them; the bare form alone when there is no room for a word."""
-    bare = bare_hook(parent)
-    words_room = room - byte_len(bare) - 2  # "; " joins the words to the bare form
-    words = "; ".join(s for s in summaries if s)
-    if words_room <= 0 or not words:
-        return bare
-    kept = short_hook(words, words_room).rstrip(" ;,.")
-    if not kept or byte_len(kept) > words_room:
-        return bare
-    return f"{kept}; {bare}"
+TITLE_MAX = 40  # bytes: a title longer than that costs the line more than it tells
+UNSAFE_TITLE_RE = re.compile(r"[\[\]()\n]")
+
+
+def child_title(file: KnowledgeFile, summary: str) -> str:
+    """Words of a child's own piece for its pointer's title: its own heading, else its first
+    distinctive names, else "" (the caller uses its number)."""
+    heading = own_heading(file)
+    words = heading if heading else summary.removeprefix(KEYWORDS)
+    if not heading and summary.startswith(KEYWORDS):
+        words = ", ".join(words.split(", ")[:2])
+    words = words.removesuffix(CONTINUED_MARK.strip()).strip()
+    if not words or UNSAFE_TITLE_RE.search(words) or byte_len(words) > TITLE_MAX:
+        return ""
+    return words
+
+
+def continued_family(hook: str, paths: list[str], parent_of: Callable[[str], str | None]) -> str | None:
+    """The file a continuation line continues: the one its hook names (the older form), or, for a
+    line without a hook, the parent every pointer shares when that parent is not on the line."""
+    named = continued_parent(hook)
+    if named is not None or hook.strip():
+        return named  # a child's own entry with a hook of its own is an entry like any other
+    parents = {parent_of(p) for p in paths}
+    if len(parents) != 1:
+        return None
+    parent = parents.pop()
+    return parent if parent is not None and parent not in paths else None

@@ -1,6 +1,6 @@
 """Where a split family's new pointers stand in the SPINE: on their parent's line while it has
-room, else on continuation lines of their own right after it (continuation.py words their
-hooks). Pure, on a SpineModel."""
+room, else on continuation lines of their own right after it, with no hook and no repeated path:
+each child's pointer carries words of its own piece. Pure, on a SpineModel."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from ....store.spine import Pointer
 from ....store.text import byte_len
-from .continuation import bare_hook, continued_parent
+from .continuation import continued_family
 from .spine_model import Entry, SpineModel, format_group
 
 NUMBER_RE = re.compile(r"-([0-9]+)\.md$")
@@ -20,11 +20,12 @@ def child_pointer(path: str) -> Pointer:
     return Pointer(match.group(1) if match else path.rsplit("/", 1)[-1][:-3], path)
 
 
-ContinuationHook = Callable[[str, list[Pointer], int], str]  # (parent, its pointers on the line, room) -> hook
+ParentOf = Callable[[str], str | None]
+ChildTitle = Callable[[str], str]  # a split child's path -> the title its pointer carries on a line of its own
 
 
 def place_children(model: SpineModel, parent: str, children: list[str], cap: int, reserve: int,
-                    hook_for: ContinuationHook, room: int) -> None:
+                   title_of: ChildTitle, parent_of: ParentOf) -> None:
     """Children join the line of the entry that names their parent; what does not fit on it
     (or has no such line) gets a line of its own right after it."""
     pointers = [child_pointer(c) for c in children]
@@ -38,42 +39,39 @@ def place_children(model: SpineModel, parent: str, children: list[str], cap: int
             fitting.append(pointer)
         if fitting:
             model.add_pointers(host, fitting, parent)
-    continuation_lines(model, host, parent, pointers[len(fitting):], cap, hook_for, room)
+    continuation_lines(model, host, parent, pointers[len(fitting):], cap, title_of, parent_of)
 
 
 def continuation_lines(model: SpineModel, host: Entry | None, parent: str, pointers: list[Pointer],
-                        cap: int, hook_for: ContinuationHook, room: int) -> None:
+                       cap: int, title_of: ChildTitle, parent_of: ParentOf) -> None:
     """Lines of their own for a family's pointers that its entry has no room for, right after
-    the entry and the family's earlier continuation lines, in order. Each line keeps ``room``
-    bytes (the hook floor) for a hook that says what its children hold (continuation.py)."""
+    the entry and the family's earlier continuation lines, in order. Such a line has no hook and
+    repeats no path: each pointer's title says what its piece holds (continuation.py)."""
     after: Entry | None = host
     if host is not None and pointers:
         live = model.live_entries()
         at = live.index(host) + 1
-        while at < len(live) and continued_parent(live[at].hook) == parent:
+        while at < len(live) and continued_family(live[at].hook, live[at].paths, parent_of) == parent:
             after = live[at]
             at += 1
-    reserve = max(room, byte_len(bare_hook(parent)))
-    rest = list(pointers)
+    rest = [Pointer(title_of(p.path), p.path) for p in pointers]
     while rest:
         line: list[Pointer] = []
         for pointer in rest:
-            if line and byte_len(f"- {format_group(line + [pointer])} \u2014 ") + reserve > cap:
+            if line and byte_len(f"- {format_group(line + [pointer])}") > cap:
                 break
             line.append(pointer)
         rest = rest[len(line):]
-        head = byte_len(f"- {format_group(line)} \u2014 ")
         section = after.section if after is not None else 0
-        after = model.new_entry(line, hook_for(parent, line, min(reserve, cap - head)), after, section)
+        after = model.new_entry(line, "", after, section)
 
 
-def relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], cap: int, reserve: int,
-                     hook_for: ContinuationHook, room: int) -> None:
+def relieve_crowded(model: SpineModel, parent_of: ParentOf, cap: int, reserve: int, title_of: ChildTitle) -> None:
     """An entry whose pointer group leaves its hook no room (a family that grew child by child)
     gives its trailing split children a continuation line of their own. A continuation line is
-    left as it is: its hook names the children on it."""
+    left as it is."""
     for entry in list(model.live_entries()):
-        if entry.is_catalog or entry.is_new or continued_parent(entry.hook):
+        if entry.is_catalog or entry.is_new or continued_family(entry.hook, entry.paths, parent_of):
             continue
         moved: list[Pointer] = []
         while len(entry.group) > 1 and byte_len(f"- {format_group(entry.group)} \u2014 ") + reserve > cap:
@@ -85,4 +83,4 @@ def relieve_crowded(model: SpineModel, parent_of: Callable[[str], str | None], c
             continue
         entry.group_changed = True
         model.forget_index()
-        continuation_lines(model, entry, parent_of(moved[0].path) or "", moved, cap, hook_for, room)
+        continuation_lines(model, entry, parent_of(moved[0].path) or "", moved, cap, title_of, parent_of)

@@ -22,7 +22,6 @@ from ....store.tierfile import append_index_details
 from ...cancel import checkpoint
 from ...executor import Step
 from ...progress import report as report_progress
-from .continuation import continuation_hook
 from .fit import SpineRoom, spine_floor, spine_refusal
 from .placement import place_children, relieve_crowded
 from .spine import SpineCompactor, SpineResult
@@ -146,15 +145,19 @@ def _model_at(spine: bytes, tree: Tree, children: list[tuple[str, list[str]]], l
     model = SpineModel(spine)
     model.pinned = tree.pinned
     model.store_terms = tree.terms
+    model.findability = tree.findability
     if catalog_line is not None:
         model.insert_top(catalog_line)
-    def continuation_hook_of(parent: str, pointers: list[Pointer], room: int) -> str:
-        summaries = [tree.summary(p.path) if p.path in tree.files else "" for p in pointers]
-        return continuation_hook(parent, summaries, room)
+
+    def parent_of(path: str) -> str | None:
+        if path not in tree.files:
+            return None
+        parent = tree.knowledge(path).split_from
+        return parent if parent and parent in tree.files and parent != path else None
 
     for parent, kids in children:
         place_children(model, parent, kids, limits.spine.entry_max_bytes, limits.spine.hook_floor,
-                        continuation_hook_of, floor)
+                        tree.child_title, parent_of)
 
     def detail_target(entry: Entry) -> str | None:
         """The first file of the entry's group, or the first one with room for the whole hook
@@ -168,14 +171,8 @@ def _model_at(spine: bytes, tree: Tree, children: list[tuple[str, list[str]]], l
                 return path
         return members[0] if members else None
 
-    def parent_of(path: str) -> str | None:
-        if path not in tree.files:
-            return None
-        parent = tree.knowledge(path).split_from
-        return parent if parent and parent in tree.files and parent != path else None
-
     relieve_crowded(model, parent_of, limits.spine.entry_max_bytes, limits.spine.hook_floor,
-                     continuation_hook_of, floor)
+                     tree.child_title)
     def cut_before(entry: Entry) -> bool:
         target = detail_target(entry)
         return target is not None and was_cut_before(tree.files, target, entry.original_hook)

@@ -16,7 +16,7 @@ group) are never cut or merged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from copy import copy
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -27,8 +27,14 @@ from ....store.spine import hook_of_entry
 from ....store.text import byte_len, rtrim
 from ....store.topics import TopicOverlap, topic_words
 from ...cancel import checkpoint
-from .continuation import continued_parent
+from .allocate import Rung, allocate
+from .continuation import continued_family
+from .findability import Weights
+from ....store.readable_hooks import _words
 from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep, rewrite
+
+MERGE_TRIALS = 8  # merges weighed per step: the ranking puts the likeliest first
+LADDER_STEP = 60  # bytes between two versions of an entry an allocation weighs
 
 
 def floor_of(entry: Entry, floor: int) -> int:
@@ -119,6 +125,23 @@ def _restore(model: SpineModel, states: list[tuple[Entry, Entry]]) -> None:
     model.forget_index()
 
 
+def _worth(text: str, weights: Weights) -> float:
+    """What the store's self-queries find in an entry's text (every word alike without them)."""
+    words = _words(text)
+    return sum(weights.get(w, 0.0) for w in words) if weights else float(len(words))
+
+
+def _merge(model: SpineModel, first: Entry, second: Entry, text: str, cap: int) -> None:
+    """``second`` goes into ``first``'s line, which becomes ``text``."""
+    first.group = first.group + second.group
+    first.group_changed = True
+    model.forget_index()
+    first.text = text
+    first.hook = rtrim(hook_of_entry(text))
+    first.limit = cap
+    first.merged = second.merged = second.removed = True
+
+
 def _tier_of(entry: Entry) -> str | None:
     tiers = {p.path.split("/", 1)[0] for p in entry.group}
     return tiers.pop() if len(tiers) == 1 else None
@@ -137,60 +160,93 @@ class SpineCompactor:
         self.parent_of = is_split_child_of
         self.movable: list[Entry] = []
         for entry in model.live_entries():
-            if entry.is_catalog or entry.is_new or not entry.group or continued_parent(entry.hook):
+            if entry.is_catalog or entry.is_new or not entry.group or \
+                    continued_family(entry.hook, entry.paths, is_split_child_of):
                 continue  # a family's continuation lines are short already, and their hook says all they say
             entry.detail_target = detail_target(entry)
             if entry.detail_target is not None:
                 self.movable.append(entry)
         self.level = limits.entry_max_bytes
         self.floor = limits.hook_floor
+        # The targets are aims, the headroom a ceiling: past the targets only what costs no
+        # findability is done (issue 24); the reasons say why a target was not reached.
+        self.byte_ceiling = min(limits.max_bytes, limits.migrate_max_bytes)
+        self.line_ceiling = min(limits.max_lines, limits.migrate_max_lines)
+        self.reasons: list[str] = []
+        self.reasons_lines: list[str] = []
 
     # 1. bytes -----------------------------------------------------------------------------
-    def _set_level(self, level: int, natural: dict[int, int], cache: dict[tuple[int, int], str]) -> int:
-        for entry in self.movable:
-            checkpoint()  # a huge hook takes long to shorten: a stop is seen between entries
-            entry.text, entry.limit = None, None
-            if natural[entry.key] <= level:
-                continue
-            limit = max(self._level_of(entry, level), floor_of(entry, self.floor))
+    def _ladder(self, entry: Entry, natural: int, cache: dict[tuple[int, int], str]) -> list[Rung]:
+        """The versions ``entry`` may take, shortest first (see allocate.py). An entry cut before
+        (its target's Index detail holds its start) that must be cut again gets the shortest one:
+        room to grow, or every few words a writer adds would append its whole hook once more."""
+        checkpoint()  # a huge hook takes long to shorten: a stop is seen between entries
+        limits = self.limits
+        weights = self.model.weights_of(entry)
+        whole = Rung(natural, _worth(entry.current(), weights), None)
+        low = max(limits.entry_target_bytes, floor_of(entry, self.floor))
+        high = min(natural, limits.entry_max_bytes)
+        if natural > limits.entry_max_bytes and self.cut_before(entry):
+            high = low
+        if natural <= low:
+            return [whole]
+        rungs: list[Rung] = []
+        for limit in [*range(low, high, LADDER_STEP), high]:
             text = cache.get((entry.key, limit))
             if text is None:
-                text = cache[(entry.key, limit)] = rewrite(entry, limit, self.model.pinned, self.model.common,
-                                                                  self.model.terms_of(entry.paths))
-            if byte_len(text) < natural[entry.key]:
-                entry.text, entry.limit = text, limit
+                text = cache[(entry.key, limit)] = rewrite(entry, limit, self.model.pinned, weights)
+            if rungs and byte_len(text) <= rungs[-1].size:
+                continue
+            rungs.append(Rung(byte_len(text), _worth(text, weights), text))
+        if natural <= limits.entry_max_bytes:
+            rungs.append(whole)
+        return rungs
+
+    def _allocate(self, goal: int, natural: dict[int, int], ladders: dict[int, list[Rung]]) -> int:
+        """Each entry's bytes, shared out by findability within ``goal`` (allocate.py)."""
+        for entry in self.movable:
+            entry.text, entry.limit = None, None
+        other = self.model.size - sum(natural.values())
+        chosen = allocate(ladders, other, goal)
+        for entry in self.movable:
+            rung = ladders[entry.key][chosen[entry.key]]
+            if rung.text is not None and rung.size < natural[entry.key]:
+                entry.text, entry.limit = rung.text, max(rung.size, floor_of(entry, self.floor))
         return self.model.size
 
     def _level_of(self, entry: Entry, level: int) -> int:
         return min(level, self.limits.entry_target_bytes) if self.cut_before(entry) else level
 
     def shorten(self) -> None:
+        """Entries over the cap are cut; the SPINE's bytes go to the target only where that costs
+        the store's self-queries nothing, else to the headroom (the ceiling) and no further."""
         limits = self.limits
         natural = {e.key: e.size for e in self.movable}
         cache: dict[tuple[int, int], str] = {}
-        low, high = limits.entry_target_bytes, limits.entry_max_bytes
-        if self._set_level(high, natural, cache) <= limits.compact_at_bytes:
-            level = high
-        elif self._set_level(low, natural, cache) > limits.compact_at_bytes:
-            level = low
-        else:  # the highest level that still reaches the byte target
-            while high - low > 1:
-                middle = (low + high) // 2
-                if self._set_level(middle, natural, cache) <= limits.compact_at_bytes:
-                    low = middle
-                else:
-                    high = middle
-            level = low
-        self._set_level(level, natural, cache)
-        self.level = level
+        for entry in self.movable:
+            entry.text, entry.limit = None, None
+        ladders = {entry.key: self._ladder(entry, natural[entry.key], cache) for entry in self.movable}
+        goal = limits.compact_at_bytes
+        self._allocate(goal, natural, ladders)
+        if self.byte_ceiling > goal and self.model.findability() is not None:
+            at_target = self.model.score()
+            self._allocate(self.byte_ceiling, natural, ladders)
+            at_ceiling = self.model.score()
+            if at_target < at_ceiling:
+                if self.model.size > goal:
+                    self.reasons.append(f"shortening more hooks to reach {goal} bytes would lower the store's "
+                                        f"self-query score from {at_ceiling:.3f} to {at_target:.3f}")
+                goal = self.byte_ceiling
+        self._allocate(goal, natural, ladders)
+        self.level = max((e.limit for e in self.movable if e.limit is not None), default=limits.entry_max_bytes)
         for entry in self.movable:
             entry.cut = entry.text is not None and rtrim(hook_of_entry(entry.text)) != entry.hook
 
     def _refit(self, entry: Entry) -> None:
-        if entry.size > self.level and entry.detail_target is not None:
-            entry.limit = max(self._level_of(entry, self.level), floor_of(entry, self.floor))
-            entry.text = rewrite(entry, entry.limit, self.model.pinned, self.model.common,
-                                 self.model.terms_of(entry.paths))
+        limit = self._level_of(entry, max(entry.limit or 0, self.level))
+        if entry.size > limit and entry.detail_target is not None:
+            entry.limit = max(limit, floor_of(entry, self.floor))
+            entry.text = rewrite(entry, entry.limit, self.model.pinned, self.model.weights_of(entry))
             entry.cut = entry.cut or rtrim(hook_of_entry(entry.text)) != entry.hook
 
     # 2. lines -----------------------------------------------------------------------------
@@ -248,9 +304,9 @@ class SpineCompactor:
             key = (first.key, first.hook, len(first.group), together, second.key, second.hook, len(second.group))
             if key not in memo:
                 must = must_keep(first, self.model.pinned) or must_keep(second, self.model.pinned)
-                memo[key] = merged_text(first, second, min(cap, together), must, self.limits.hook_floor,
-                                        self.model.common,
-                                        (self.model.terms_of(first.paths), self.model.terms_of(second.paths)))
+                memo[key] = merged_text(first, second, min(cap, together), must,
+                                        self.model.weights_for(first.paths + second.paths,
+                                                               format_group(first.group + second.group)))
             text = memo[key]
             return text if text is not None and byte_len(text) <= cap else None
 
@@ -262,28 +318,56 @@ class SpineCompactor:
             pairs = _Pairs(self.model.live_entries(), mergeable, lambda e: (e.section, tier(e)), by_topic)
             while self._over_lines():
                 checkpoint()
-                chosen = next(((one, two, text) for one, two in pairs.ranked(self.model.live_entries(), cap)
-                               if (text := merged(one, two)) is not None), None)
+                chosen = self._free_or_forced(
+                    ((one, two, text) for one, two in pairs.ranked(self.model.live_entries(), cap)
+                     if (text := merged(one, two)) is not None))
                 if chosen is None:
                     return
                 first, second, text = chosen
-                first.group = first.group + second.group
-                first.group_changed = True
-                self.model.forget_index()
-                first.text = text
-                first.hook = rtrim(hook_of_entry(text))
-                first.limit = cap
-                first.merged = second.merged = second.removed = True
+                _merge(self.model, first, second, text, cap)
                 pairs.joined(first, second)
 
         before = _states(self.model.entries)
         merge_all(by_topic=True)
-        if self._over_lines():  # merges by topic can leave entries no partner: try neighbours alone
+        if self._over_lines() and self.model.line_count > self.line_ceiling:
+            # merges by topic can leave entries no partner: try neighbours alone
             by_topic, lines = _states(self.model.entries), self.model.line_count
             _restore(self.model, before)
             merge_all(by_topic=False)
             if self.model.line_count >= lines:  # no better: the merges by topic stay
                 _restore(self.model, by_topic)
+
+    def _free_or_forced(self, candidates: Iterable[tuple[Entry, Entry, str]]) -> tuple[Entry, Entry, str] | None:
+        """The first merge that costs the store's self-queries nothing; over the line ceiling, the
+        one of the first few that costs least. None: stop merging (the reason is kept)."""
+        findability = self.model.findability()
+        forced = self.model.line_count > self.line_ceiling
+        least: tuple[float, tuple[Entry, Entry, str]] | None = None
+        for tried, candidate in enumerate(candidates):
+            if findability is None:
+                return candidate
+            if tried >= MERGE_TRIALS:
+                break
+            first, second, text = candidate
+            only = findability.touching([first.current(), second.current(), text], first.paths + second.paths)
+            before = self.model.score(only)
+            states = _states([first, second])
+            _merge(self.model, first, second, text, self.limits.entry_max_bytes)
+            found = self.model.score(only)
+            _restore(self.model, states)
+            if found >= before:
+                return candidate
+            loss = found - before
+            if least is None or loss > least[0]:
+                least = (loss, candidate)
+        if forced and least is not None:
+            return least[1]
+        if least is not None and not self.reasons_lines:
+            base = self.model.score()
+            self.reasons_lines.append(f"merging more entries to reach {self.limits.compact_at_lines} lines would "
+                                      f"lower the store's self-query score (from {base:.3f} to {base + least[0]:.3f} "
+                                      f"at the cheapest merge)")
+        return None
 
     def run(self, floor: int) -> SpineResult:
         self.floor = floor
@@ -303,11 +387,13 @@ class SpineCompactor:
         if lines > limits.max_lines:
             outcome.breaches.append(f"SPINE.md would have {lines} lines (cap {limits.max_lines})")
         elif lines > limits.compact_at_lines:
-            outcome.debt.append(f"SPINE.md has {lines} lines (target {limits.compact_at_lines})")
+            why = f": {self.reasons_lines[0]}" if self.reasons_lines else ""
+            outcome.debt.append(f"SPINE.md has {lines} lines (target {limits.compact_at_lines}){why}")
         if size > limits.max_bytes:
             outcome.breaches.append(f"SPINE.md would be {size} bytes (cap {limits.max_bytes})")
         elif size > limits.compact_at_bytes:
-            outcome.debt.append(f"SPINE.md is {size} bytes (target {limits.compact_at_bytes})")
+            why = f": {self.reasons[0]}" if self.reasons else ""
+            outcome.debt.append(f"SPINE.md is {size} bytes (target {limits.compact_at_bytes}){why}")
         for entry in self.model.live_entries():
             if entry.size > limits.entry_max_bytes:
                 what = "its pointer group alone is too long" if entry.detail_target else \

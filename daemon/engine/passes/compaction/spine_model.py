@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ....store.hooks import common_phrases, short_entry, short_hook
+from ....store.hooks import common_phrases
+from ....store.readable_hooks import contributes, readable_hook
 from ....store.spine import (
     DOUBLE_DASH_RE,
     EM_DASH,
@@ -22,6 +23,9 @@ from ....store.spine import (
     joined_group,
 )
 from ....store.terms import StoreTerms
+from .findability import Findability, Weights
+
+NO_WEIGHTS = Weights()
 from ....store.text import (
     byte_len,
     decode,
@@ -170,6 +174,24 @@ class SpineModel:
         # planner sets it; without it, hooks draw on their own words alone.
         self.store_terms: Callable[[], StoreTerms | None] = lambda: None
         self._index: dict[str, Entry] | None = None
+        # The store's self-queries (findability.py): what a shortened hook keeps is what they find.
+        self.findability: Callable[[], Findability | None] = lambda: None
+
+    def weights_of(self, entry: Entry) -> Weights:
+        """What each word is worth to ``entry``'s hook (empty without the store's self-queries)."""
+        return self.weights_for(entry.paths, format_group(entry.group))
+
+    def weights_for(self, paths: list[str], group: str) -> Weights:
+        found = self.findability()
+        return found.weights(paths, group) if found is not None else NO_WEIGHTS
+
+    def score(self, only: frozenset[int] | None = None) -> float:
+        """How well the store's self-queries (or ``only`` those) find their topics from the SPINE
+        as planned."""
+        found = self.findability()
+        if found is None:
+            return 0.0
+        return found.score([(e.current(), e.paths) for e in self.live_entries() if not e.is_catalog], only)
 
     @property
     def common(self) -> frozenset[str]:
@@ -271,7 +293,7 @@ class SpineModel:
         host.group_changed = True
         self.forget_index()
         if host.text is not None:  # already rewritten: write it again with the longer group
-            host.text = rewrite(host, host.limit or host.size, self.pinned, self.common, self.terms_of(host.paths))
+            host.text = rewrite(host, host.limit or host.size, self.pinned, self.weights_of(host))
 
     def droppable_blank_rows(self) -> list[Row]:
         """Blank lines whose removal joins nothing: the next line is not one a reader would
@@ -308,12 +330,13 @@ def _joined_safely(lines: list[str], ending: str) -> list[str]:
             for i, line in enumerate(lines)]
 
 
-def rewrite(entry: Entry, limit: int, pinned: Callable[[str], bool], common: frozenset[str] = frozenset(),
-            terms: tuple[str, ...] = ()) -> str:
-    """The entry as one line within ``limit`` bytes where its words allow (see hooks.py)."""
-    if not entry.hook:
-        return f"- {format_group(entry.group)}"
-    return short_entry(format_group(entry.group), entry.hook, limit, must_keep(entry, pinned), common, terms)
+def rewrite(entry: Entry, limit: int, pinned: Callable[[str], bool], weights: Weights) -> str:
+    """The entry as one line within ``limit`` bytes where its words allow (readable_hooks.py)."""
+    group = format_group(entry.group)
+    head = f"- {group} {EM_DASH} "
+    hook = readable_hook([entry.hook], max(0, limit - byte_len(head)), weights, must_keep(entry, pinned)) \
+        if entry.hook else ""
+    return rtrim(head + hook) if hook else f"- {group}"
 
 
 def must_keep(entry: Entry, pinned: Callable[[str], bool]) -> tuple[str, ...]:
@@ -321,26 +344,15 @@ def must_keep(entry: Entry, pinned: Callable[[str], bool]) -> tuple[str, ...]:
     return ("pinned",) if any(pinned(p) for p in entry.paths) else ()
 
 
-def merged_text(first: Entry, second: Entry, limit: int, must: tuple[str, ...], floor: int,
-                common: frozenset[str] = frozenset(),
-                terms: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())) -> str | None:
-    """One multi-pointer line for two entries: both hooks in order, each shortened to its share
-    of ``limit`` when both do not fit whole; None when a hook would keep less than ``floor``
-    bytes (or less than all of a shorter one)."""
+def merged_text(first: Entry, second: Entry, limit: int, must: tuple[str, ...],
+                weights: Weights) -> str | None:
+    """One multi-pointer line for two entries: both hooks, whole where they fit, else made of
+    their most findable units with one Read sentence for both (readable_hooks.py); None when
+    either hook would be left with nothing of its own."""
     group = first.group + second.group
     head = f"- {format_group(group)} {EM_DASH} "
     hooks = [first.current_hook(), second.current_hook()]
-    whole = head + " ".join(h for h in hooks if h)
-    if byte_len(whole) <= limit:
-        return rtrim(whole)
-    room = max(0, limit - byte_len(head) - 1)
-    share = room // 2
-    titles = format_group(group)
-    first_terms, second_terms = (tuple(t for t in found if t not in titles) for found in terms)
-    one = short_hook(first.hook, share, must, common, first_terms)
-    two = short_hook(second.hook, room - byte_len(one), must if "pinned" not in one else (), common,
-                     tuple(t for t in second_terms if t not in one))
-    for kept, hook in ((one, first.hook), (two, second.hook)):
-        if byte_len(kept) < min(byte_len(hook), floor):
-            return None
-    return rtrim(head + " ".join(h for h in (one, two) if h))
+    hook = readable_hook(hooks, max(0, limit - byte_len(head)), weights, must)
+    if not all(contributes(h, hook) for h in hooks if h):
+        return None
+    return rtrim(head + hook)

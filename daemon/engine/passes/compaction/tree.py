@@ -11,7 +11,9 @@ from ....store.terms import StoreTerms
 from ....store.text import sha256_hex
 from ....store.tierfile import KnowledgeFile
 from ...executor import FileWrite, Step
-from .continuation import child_summary, family_names
+from .continuation import child_summary, child_title, family_names
+from .findability import Findability
+from .placement import child_pointer
 
 
 def is_tier_path(path: str) -> bool:
@@ -30,6 +32,7 @@ class Tree:
         self._summaries: dict[str, str] = {}
         self._family_names: dict[str, Counter[str]] = {}  # by family head, as summary() reads them
         self._terms: StoreTerms | None = None  # built once a hook is shortened
+        self._findability: Findability | None = None
 
     def pinned(self, path: str) -> bool:
         if path not in self._pinned:
@@ -45,6 +48,7 @@ class Tree:
         self._summaries.clear()
         self._family_names.clear()
         self._terms = None
+        self._findability = None
 
     def summary(self, path: str) -> str:
         """A few words of what a split child holds, for its family's continuation line."""
@@ -63,6 +67,12 @@ class Tree:
         self._summaries[path] = child_summary(self.knowledge(path), family, self._family_names[parent])
         return self._summaries[path]
 
+    def child_title(self, path: str) -> str:
+        """The title of a split child's pointer on a line of its own: words of its own piece."""
+        if path not in self.files:
+            return child_pointer(path).title
+        return child_title(self.knowledge(path), self.summary(path)) or child_pointer(path).title
+
     def family_head(self, path: str) -> str:
         """The file a split child continues, followed to its first piece."""
         seen = {path}
@@ -77,6 +87,13 @@ class Tree:
             self._terms = StoreTerms({p: data for p, data in self.files.items() if is_tier_path(p)},
                                      self.family_head)
         return self._terms
+
+    def findability(self) -> Findability:
+        """The store's self-queries (findability.py), built once per version of the tree."""
+        if self._findability is None:
+            self._findability = Findability({p: data for p, data in self.files.items() if is_tier_path(p)},
+                                            self.family_head)
+        return self._findability
 
     def taken(self, path: str) -> bool:
         return any(p in self.files for p in (path, "archive/" + path, "evidence/" + path))

@@ -13,6 +13,7 @@ own self-check is refused before anything is written.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
@@ -32,7 +33,7 @@ from ....store.spine import LEADING_GROUP_RE, Spine, SpineEditor, add_entry, fin
 from ....store.stamps import format_utc
 from ....store.text import byte_len, clip, encode, sha256_hex, split_lines
 from ....store.tierfile import KnowledgeFile
-from ..compaction.advice import spine_advice
+from ..compaction.advice import spine_advice, topic_advice
 from ..compaction.plan import CompactionPlan, is_tier_path, plan_compaction
 from ..gc.plan import plan_gc
 from ...journal import compact_utc
@@ -305,10 +306,10 @@ def _predict(original: Snapshot, files: dict[str, bytes], plan: MigrationPlan, l
         if len(failing) > 20:
             plan.refusal.append(f"… and {len(failing) - 20} more findings")
     if plan.refusal:
-        _suggest(files, plan, limits)
+        _suggest(files, plan, limits, lambda path: path in original.contents)
 
 
-def _suggest(files: dict[str, bytes], plan: MigrationPlan, limits: Limits) -> None:
+def _suggest(files: dict[str, bytes], plan: MigrationPlan, limits: Limits, exists: Callable[[str], bool]) -> None:
     """What a person could do by hand when the plan is refused, each only where it is true: the
     SPINE's own advice only when the SPINE is what stays over a cap (a refused split carries its
     advice in its own message)."""
@@ -320,7 +321,7 @@ def _suggest(files: dict[str, bytes], plan: MigrationPlan, limits: Limits) -> No
                          for c in plan.lifecycle_candidates]
     plan.suggestions += [f"pinned and past its staleness threshold (unpin it to let the lifecycle archive it): {p}"
                          for p in _stale_pinned(files, plan.today, limits)]
-    plan.suggestions += spine_advice(spine, limits)
+    plan.suggestions += topic_advice(spine, exists, limits)
 
 
 def _stale_pinned(files: dict[str, bytes], today: str, limits: Limits) -> list[str]:

@@ -86,19 +86,16 @@ def test_every_cut_entry_leaves_its_whole_hook_verbatim_under_index_detail(store
     assert quill.endswith(f"\n{DETAIL}\n\n{QUILL_HOOK}\n")
 
 
-def test_a_cut_entry_names_what_only_its_file_holds(store: Path) -> None:
-    """A file's rare terms (an identifier, a ticket, a name no other file has) that its old hook
-    never mentioned are what a reader searches for: the shortened entry lists them as keywords,
-    and the store still passes the reference checks."""
-    birch = store / "projects/birch.md"
-    birch.write_bytes(birch.read_bytes() + b"- The `birch_reindex --shards` job pages ZORBLAT-77 at Quetzal Bank.\n")
-    spine_before = (store / "SPINE.md").read_text()
-    assert "ZORBLAT-77" not in spine_before and "birch_reindex" not in spine_before
+def test_a_shortened_entry_reads_as_sentences_without_a_keyword_list(store: Path) -> None:
+    """Issue 24: a shortened hook is made of whole clauses of the old one and its Read sentence
+    (or that sentence's trigger words); no keyword list, no ellipsis; the store still passes."""
     report = run_compaction(store, POLICY, clock)
-    assert report.ok
-    entry = next(line for line in (store / "SPINE.md").read_text().splitlines() if "(projects/birch.md)" in line)
-    assert "keywords:" in entry and ("ZORBLAT-77" in entry or "`birch_reindex --shards`" in entry), entry
-    assert entry.endswith("Read when working in the birch repo."), entry
+    assert report.ok and report.plan is not None and report.plan.cut
+    lines = (store / "SPINE.md").read_text().splitlines()
+    for change in report.plan.cut:
+        entry = next(line for line in lines if f"]({change.paths[0]})" in line)
+        assert "keywords:" not in entry and "\u2026" not in entry, entry
+        assert "Read " in entry, entry
 
 
 def test_a_file_with_an_invalid_byte_or_control_characters_compacts_and_the_spine_stays_clean_text(
@@ -113,8 +110,7 @@ def test_a_file_with_an_invalid_byte_or_control_characters_compacts_and_the_spin
     spine = (store / "SPINE.md").read_bytes()
     spine.decode("utf-8")  # strict: no invalid byte
     assert not any(char in spine.decode() for char in "\x00\x0c\u2028\t"), spine
-    entry = next(line for line in spine.decode().split("\n") if "(projects/birch.md)" in line)
-    assert "ZORBLAT-77" in entry, entry
+    assert "(projects/birch.md)" in spine.decode()
 
 
 def test_short_entries_keep_pointers_read_clause_markers_and_pinned(store: Path) -> None:
@@ -123,14 +119,14 @@ def test_short_entries_keep_pointers_read_clause_markers_and_pinned(store: Path)
     quill = next(line for line in spine.splitlines() if "(projects/quill.md)" in line)
     assert quill.startswith(f"- [Quill](projects/quill.md) {EM} Quill payments gateway")
     assert "[NON-NEGOTIABLE]" in quill and re.search(r"\bpinned\b", quill) and "`POST /v2/charges`" in quill
-    assert quill.endswith("Read before changing anything in quill-api or quill-recon.")
+    assert quill.endswith(("Read before changing anything in quill-api or quill-recon.", "quill-api, quill-recon."))
     alder = next(line for line in spine.splitlines() if "(projects/alder.md)" in line)
-    assert "`alder_sync`" in alder and "8000" in alder and alder.endswith("Read when working in the alder repo.")
+    assert "`alder_sync`" in alder and alder.endswith(("Read when working in the alder repo.", "Read when: alder."))
     # a wrapped entry becomes one line; its continuation's words are in its Index detail
     lines = spine.splitlines()
     assert not any(line.startswith("  owners in the platform guild") for line in lines)
     dogwood = next(line for line in lines if "(projects/dogwood.md)" in line)
-    assert dogwood.endswith("Read when working in the dogwood repo.")
+    assert dogwood.endswith(("Read when working in the dogwood repo.", "Read when: dogwood."))
     assert "owners in the platform guild, and the 2023 migration notes" in (store / "projects/dogwood.md").read_text()
 
 
@@ -159,12 +155,15 @@ def test_entries_of_one_tier_and_section_merge_when_blank_lines_are_not_enough(t
     assert report.ok and report.plan is not None
     assert len(report.plan.merged) > 2
     spine = Spine(b.read("SPINE.md"))
-    assert spine.line_count <= 60
+    assert spine.line_count <= 60 or any("self-query score" in d for d in report.plan.debt)
+    assert spine.line_count <= POLICY.limits.spine.migrate_max_lines
     merged = [e for e in spine.entries if len(e.leading_group) == 2 and e.leading_group[0].path.startswith("projects/")
               and e.leading_group[1].path.startswith("projects/") and "tundra" not in e.first_line]
     assert merged, "no multi-pointer project line"
-    for entry in merged:  # both read clauses of a merged pair survive
-        assert entry.hook.count("Read when working in the") == 2, entry.joined
+    for entry in merged:  # one Read sentence for both (issue 24), and both hooks say something of their own
+        assert entry.hook.count("Read ") <= 1, entry.joined
+        names = [p.title for p in entry.leading_group]
+        assert all(name in entry.hook for name in names), entry.joined
     oracle_passes(root, tmp_path / "before")
 
 
@@ -330,6 +329,6 @@ def test_the_hook_floors_and_the_note_come_from_the_policy(tmp_path: Path) -> No
     assert plan("") == (80, False, False)  # the first floor of default.toml
     assert plan("hook_floors = [40, 0]\n") == (40, False, False)
     # A SPINE cap that even bare pointer groups miss: the floor goes down the policy's ladder to its end.
-    tight = "max_bytes = 7000\ncompact_at_bytes = 7000\n"
+    tight = "max_bytes = 3000\ncompact_at_bytes = 3000\n"
     assert plan(tight) == (0, True, True)
     assert plan(tight + "hook_floors = [0]\n") == (0, False, False)  # nothing lowered: no note

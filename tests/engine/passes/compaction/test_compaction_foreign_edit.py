@@ -46,8 +46,8 @@ DEADLINE = 120.0
 # How often a rollback reaches each of its boundaries, for the store crashed at ROLLBACK_SETUP
 # with a SPINE edit (kept honest by test_the_rollback_boundary_table_matches_a_run).
 ROLLBACK_SETUP = "step-marked:2"
-ROLLBACK_OCCURRENCES = {"rollback-started": 1, "file-restored": 50}  # 50 files: two were written twice
-ROLLBACK_SAMPLE = {"rollback-started": [1], "file-restored": [1, 2, 3, 25, 49, 50]}
+ROLLBACK_OCCURRENCES = {"rollback-started": 1, "file-restored": 49}  # 49 files: some were written twice
+ROLLBACK_SAMPLE = {"rollback-started": [1], "file-restored": [1, 2, 3, 25, 48, 49]}
 
 
 # -- the foreign edits -------------------------------------------------------------------------------
@@ -82,7 +82,9 @@ EDITS: dict[str, Callable[[Path, bool], None]] = {
 
 def edit_kept(root: Path, edit: str) -> None:
     if edit == "spine":
-        assert (root / "craft/agent-flags.md").read_text() == AGENT_NOTE
+        # kept whole; the run after may shorten its new entry, whose whole hook then follows as Index detail
+        kept = (root / "craft/agent-flags.md").read_text()
+        assert kept == AGENT_NOTE or kept.startswith(AGENT_NOTE + "\n## Index detail (moved from SPINE "), kept
         assert "(craft/agent-flags.md)" in (root / "SPINE.md").read_text()
     else:
         found = [p for p in root.rglob("*.md") if AGENT_LINE in p.read_text("utf-8", "replace")

@@ -1,9 +1,10 @@
-"""A big split family's continuation lines say what their own children hold (issue 9, the
-continuation lines that read `- [7](craft/x-7.md) — continues `craft/x.md`.`).
+"""A big split family's continuation lines cost little and say what their own children hold
+(issue 24: `- [2](craft/x-2.md) — Pitfalls; continues `craft/x.md`.` cost a line plus the bytes of
+a repeated path).
 
-Each line's hook takes the words of the children on it (a child's own lead heading, or its
-rarest names), within the room the hook floor gives every entry, and ends with the bare form;
-the format's checker still parses every line, and nothing is lost.
+Such a line has no hook and names no path twice: each child's pointer is titled with words of its
+own piece (its own lead heading, or its rarest names). The format's checker still parses every
+line, and nothing is lost.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import pytest
 from builders import EM, StoreBuilder
 from distilld.actions.compaction import run_compaction
 from distilld.engine.passes.compaction.continuation import (
-    bare_hook,
     child_summary,
-    continuation_hook,
+    child_title,
+    continued_family,
     continued_parent,
 )
-from distilld.policy import load_policy, parse_policy
+from distilld.policy import load_policy
 from distilld.store.spine import Spine
 from distilld.store.tierfile import KnowledgeFile
 from maintenance_fixtures import have_bash, oracle_passes
@@ -55,9 +56,19 @@ def big_family_store(root: Path) -> None:
     b.rebuild_catalog()
 
 
-def continuation_entries(root: Path) -> list[tuple[list[str], str]]:
+def parent_in(root: Path):  # type: ignore[no-untyped-def]
+    def parent_of(path: str) -> str | None:
+        file = root / path
+        return KnowledgeFile(path, file.read_bytes()).split_from if file.is_file() else None
+    return parent_of
+
+
+def continuation_entries(root: Path) -> list[tuple[list[tuple[str, str]], str, str]]:
+    """(pointers as (title, path), hook, the joined line) of every continuation line."""
     spine = Spine((root / "SPINE.md").read_bytes())
-    return [([p.path for p in e.leading_group], e.hook) for e in spine.entries if continued_parent(e.hook)]
+    parent_of = parent_in(root)
+    return [([(p.title, p.path) for p in e.leading_group], e.hook, e.joined) for e in spine.entries
+            if continued_family(e.hook, [p.path for p in e.leading_group], parent_of)]
 
 
 @pytest.fixture
@@ -70,27 +81,27 @@ def compacted(tmp_path: Path) -> Path:
     return root
 
 
-def test_each_continuation_line_names_what_its_own_children_hold(compacted: Path) -> None:
+def test_each_continuation_line_titles_its_children_by_their_own_pieces(compacted: Path) -> None:
     lines = continuation_entries(compacted)
-    assert len(lines) >= 2
+    assert lines
     family = {p.relative_to(compacted).as_posix(): p.read_text() for p in (compacted / "craft").glob("configuration-*")}
-    for paths, hook in lines:
-        assert hook.endswith("; " + bare_hook(PARENT)), hook
-        words = hook.removesuffix("; " + bare_hook(PARENT))
-        assert words and not words.isdigit()
-        for clause in words.split("; "):
-            clause = clause.removeprefix("keywords: ").rstrip("\u2026")
-            heading_or_name = clause.split(", ")[0]
-            # ... from one of its own children, not from another member of the family
-            assert any(heading_or_name in family[p] for p in paths), (clause, paths)
-            assert not any(heading_or_name in family[p] for p in family if p not in paths and p != PARENT
-                           and f"## {heading_or_name}\n" in family[p]), (clause, paths)
+    titled = 0
+    for pointers, _, _ in lines:
+        for title, path in pointers:
+            if title.isdigit():
+                continue
+            titled += 1
+            assert all(name in family[path] for name in title.split(", ")), (title, path)  # its own piece's words ...
+            assert not any(f"## {title}\n" in family[p] for p in family if p != path), (title, path)  # ... no other's
+    assert titled >= len([p for ps, _, _ in lines for p in ps]) // 2
 
 
-def test_the_words_take_no_more_than_the_hook_floor(compacted: Path) -> None:
-    floor = POLICY.limits.spine.hook_floor
-    for _, hook in continuation_entries(compacted):
-        assert len(hook.encode()) <= max(floor, len(bare_hook(PARENT).encode()))
+def test_a_continuation_line_repeats_no_path_and_has_no_hook(compacted: Path) -> None:
+    for pointers, hook, joined in continuation_entries(compacted):
+        assert hook == "" and EM not in joined
+        for _, path in pointers:
+            assert joined.count(path) == 1
+        assert PARENT not in joined
     for entry in Spine((compacted / "SPINE.md").read_bytes()).entries:
         assert entry.byte_len <= POLICY.limits.spine.entry_max_bytes
 
@@ -99,15 +110,6 @@ def test_a_second_compaction_leaves_the_continuation_lines_as_they_are(compacted
     before = continuation_entries(compacted)
     report = run_compaction(compacted, POLICY, clock)
     assert report.ok and continuation_entries(compacted) == before
-
-
-def test_where_the_floor_leaves_no_room_for_words_the_line_is_bare(tmp_path: Path) -> None:
-    root = tmp_path / "store"
-    big_family_store(root)
-    tight = parse_policy("[spine]\nhook_floors = [40, 0]\n", "tight.toml")
-    assert run_compaction(root, tight, clock).ok
-    lines = continuation_entries(root)
-    assert lines and all(hook == bare_hook(PARENT) for _, hook in lines)
 
 
 # -- the summary of one child, and the hook of a line ------------------------------------------------
@@ -129,13 +131,22 @@ def test_a_child_is_summed_up_by_its_own_heading_then_its_rarest_names_then_the_
     assert child_summary(plain, family) == "Rollouts"
 
 
-def test_a_continuation_hook_keeps_its_childrens_words_in_order_within_the_room() -> None:
-    bare = bare_hook("craft/x.md")
-    assert continuation_hook("craft/x.md", ["Kill switches", "Config reload"], 80) == \
-        f"Kill switches; Config reload; {bare}"
-    squeezed = continuation_hook("craft/x.md", ["Kill switches", "Config reload", "Secrets rotation"], 50)
-    assert squeezed.endswith("; " + bare) and len(squeezed.encode()) <= 50 and squeezed.startswith("Kill switches")
-    assert continuation_hook("craft/x.md", ["Kill switches"], len(bare.encode()) + 3) == bare
-    assert continuation_hook("craft/x.md", ["", ""], 200) == bare
-    assert continued_parent(f"Kill switches; {bare}") == continued_parent(bare) == "craft/x.md"
+def test_a_childs_title_is_its_own_heading_else_its_first_names_else_nothing() -> None:
+    own = child("craft/x-2.md", "## Rollouts (continued)\n- a\n\n## Kill switches\n- `kill_all` stops it\n")
+    names = child("craft/x-3.md", "## Rollouts (continued)\n- the `ramp_pct` knob, and `Rollout`\n- `Rollout` twice\n")
+    unsafe = child("craft/x-5.md", "## Flags [beta] (x)\n- a\n")
+    family = [KnowledgeFile(PARENT, b"# X\n\n## Rollouts\n- `Rollout` is the word\n"), own, names, unsafe]
+    assert child_title(own, child_summary(own, family)) == "Kill switches"
+    assert child_title(names, child_summary(names, family)) == "`ramp_pct`, `Rollout`"
+    assert child_title(unsafe, child_summary(unsafe, family)) == ""  # brackets would break the link
+
+
+def test_a_continuation_line_is_known_by_its_pointers_or_by_the_older_hook() -> None:
+    parents = {"craft/x-2.md": "craft/x.md", "craft/x-3.md": "craft/x.md", "craft/y.md": None}
+    parent_of = parents.get
+    assert continued_family("", ["craft/x-2.md", "craft/x-3.md"], parent_of) == "craft/x.md"
+    assert continued_family("", ["craft/x.md", "craft/x-2.md"], parent_of) is None  # the family's own line
+    assert continued_family("", ["craft/y.md"], parent_of) is None
+    assert continued_family("more rules of x.", ["craft/x-2.md"], parent_of) is None  # an entry of its own
+    assert continued_family("Kill switches; continues `craft/x.md`.", ["craft/y.md"], parent_of) == "craft/x.md"
     assert continued_parent("a hook that mentions continues `x.md`. in passing") is None

@@ -240,8 +240,9 @@ def test_a_spine_that_cannot_fit_is_refused_with_the_reason_and_what_to_do_by_ha
         in message
     # Its entries are short: none is called long; the lines are what binds, and no two entries share a topic.
     assert "long entry" not in message
-    assert "the SPINE has 91 lines (cap 80) and no two entries share a topic: archive files that are done with, " \
-           "or join entries by hand into multi-pointer lines" in message
+    # issue 24: which topics (files that exist) to archive or merge, and what each frees
+    assert "the SPINE would still be over its caps by 11 lines" in message
+    assert message.count("archive or merge the topic ") == 11 and "frees " in message
     assert files(root) == before and not (root / "data").exists()  # not even a plan directory
 
     preview = run_migrate(root, POLICY, clock, "preview")
