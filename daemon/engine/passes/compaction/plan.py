@@ -159,17 +159,21 @@ def _model_at(spine: bytes, tree: Tree, children: list[tuple[str, list[str]]], l
         place_children(model, parent, kids, limits.spine.entry_max_bytes, limits.spine.hook_floor,
                         tree.child_title, parent_of)
 
+    def has_room(entry: Entry, path: str) -> bool:
+        file = tree.knowledge(path)
+        need = byte_len(entry.original_hook) + DETAIL_OVERHEAD[1]
+        return file.oversize_reason is None and file.size + need <= limits.tier_file.max_bytes and \
+            file.line_count + DETAIL_OVERHEAD[0] <= limits.tier_file.max_lines
+
     def detail_target(entry: Entry) -> str | None:
         """The first file of the entry's group, or the first one with room for the whole hook
         when the first has none (an append that splits a file moves pointers, and so the cuts)."""
         members = [p for p in entry.paths if is_tier_path(p) and contained(p, "tier") and p in tree.files]
-        need = byte_len(entry.original_hook) + DETAIL_OVERHEAD[1]
-        for path in members:
-            file = tree.knowledge(path)
-            if file.oversize_reason is None and file.size + need <= limits.tier_file.max_bytes and \
-                    file.line_count + DETAIL_OVERHEAD[0] <= limits.tier_file.max_lines:
-                return path
-        return members[0] if members else None
+        return next((path for path in members if has_room(entry, path)), members[0] if members else None)
+
+    def target_full(entry: Entry) -> bool:
+        target = entry.detail_target
+        return target is not None and target in tree.files and not has_room(entry, target)
 
     relieve_crowded(model, parent_of, limits.spine.entry_max_bytes, limits.spine.hook_floor,
                      tree.child_title)
@@ -177,7 +181,7 @@ def _model_at(spine: bytes, tree: Tree, children: list[tuple[str, list[str]]], l
         target = detail_target(entry)
         return target is not None and was_cut_before(tree.files, target, entry.original_hook)
 
-    compactor = SpineCompactor(model, limits.spine, detail_target, parent_of, cut_before)
+    compactor = SpineCompactor(model, limits.spine, detail_target, parent_of, cut_before, target_full)
     return model, compactor.run(floor)
 
 

@@ -150,8 +150,12 @@ def _tier_of(entry: Entry) -> str | None:
 class SpineCompactor:
     def __init__(self, model: SpineModel, limits: SpineLimits, detail_target: Callable[[Entry], str | None],
                  is_split_child_of: Callable[[str], str | None],
-                 cut_before: Callable[[Entry], bool] = lambda entry: False) -> None:
+                 cut_before: Callable[[Entry], bool] = lambda entry: False,
+                 target_full: Callable[[Entry], bool] = lambda entry: False) -> None:
         self.model = model
+        # An entry whose Index detail would go to a file with no room for it is cut only when it
+        # must be (over the entry cap): a cut for the byte target would push that file over a cap.
+        self.target_full = target_full
         # An entry cut before (its target's Index detail holds its start) and over the level
         # again is cut to the entry target: room to grow, or every few words a writer adds
         # would append its whole hook to Index detail once more.
@@ -188,7 +192,7 @@ class SpineCompactor:
         high = min(natural, limits.entry_max_bytes)
         if natural > limits.entry_max_bytes and self.cut_before(entry):
             high = low
-        if natural <= low:
+        if natural <= low or (natural <= limits.entry_max_bytes and self.target_full(entry)):
             return [whole]
         rungs: list[Rung] = []
         for limit in [*range(low, high, LADDER_STEP), high]:
@@ -312,6 +316,7 @@ class SpineCompactor:
 
         def mergeable(one: Entry, two: Entry) -> bool:
             return (one.detail_target is not None and two.detail_target is not None and one.section == two.section
+                    and not self.target_full(one) and not self.target_full(two)
                     and tier(one) is not None and tier(one) == tier(two))
 
         def merge_all(by_topic: bool) -> None:
