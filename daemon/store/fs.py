@@ -2,7 +2,9 @@
 
 Every write lands in a temporary file in the same directory, is flushed to disk, and then
 renamed over its target, so a reader (or a crash) sees the old bytes or the new ones, never
-a torn file.
+a torn file. An append (the ledger, a journal) is all or nothing: a write that fails part-way
+is cut back to the old length, and a final line without a line break is a write that never
+finished, which the next append takes back and no reader builds on.
 
 No write goes through a symbolic link. While a pass runs, its store root is registered
 (``confined_to``); every path under it is reached from the root one component at a time with

@@ -1,7 +1,8 @@
 """A full disk at every amount of free space: restore, gc and compaction on a small tmpfs.
 
 For each pass the starting store (a migrated store: for restore one whose gc already archived a
-file) is copied onto a fresh tmpfs, and a filler file leaves exactly k free pages, for every k
+file; its ledger padded to end a few bytes before a page boundary, so that the pass's ledger
+line needs a new page) is copied onto a fresh tmpfs, and a filler file leaves exactly k free pages, for every k
 from 0 until a run needs no recovery (and a few pages beyond). The pass runs as the real command
 (``python -m distilld ...``, the state folder on the ordinary disk); then the filler is deleted
 (space is freed) and the same command runs again, which recovers first. A run is clean when,
@@ -31,7 +32,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "engine")]
 
 from benchutil import load_average  # noqa: E402
-from builders import EM, KESTREL_ENTRY, healthy_store  # noqa: E402
+from builders import EM, KESTREL_ENTRY, StoreBuilder, healthy_store  # noqa: E402
+from distilld.store.paths import LEDGER  # noqa: E402
 from full_disk import tree, whole_store_problems  # noqa: E402
 from maintenance_fixtures import migrated_store_over_targets  # noqa: E402
 
@@ -49,6 +51,22 @@ def stale_store(root: Path) -> None:
     b.rebuild_catalog()
 
 
+def pad_ledger(root: Path, end_before_page: int, known_growth: int = 0) -> None:
+    """Add one archived file whose ledger line is as long as it takes for the ledger to end
+    ``end_before_page`` bytes before a page boundary once ``known_growth`` more bytes are
+    appended (the gc that builds the restore's store): the next append then crosses a page, and
+    on a full tmpfs it is cut there."""
+    b = StoreBuilder(root)
+    b.write("archive/projects/padding.md", "---\nscope: padding\nlast_updated: 2025-01-01\n---\n\n# Padding\n")
+    entry = f"- [Padding](projects/padding.md) {EM} padding"
+    line = b.archive_line("2026-09-12T08:00:00Z", "projects/padding.md", entry, reason="padding ")
+    size = len(b.read(LEDGER)) + len(line.encode()) + 1 + known_growth
+    fill = (-size - end_before_page) % PAGE
+    b.append_ledger(b.archive_line("2026-09-12T08:00:00Z", "projects/padding.md", entry,
+                                   reason="padding " + "x" * fill))
+    b.rebuild_catalog()
+
+
 def distilld(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, "-m", "distilld", *args], env=env, capture_output=True, timeout=300)
 
@@ -56,22 +74,37 @@ def distilld(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[byt
 @dataclass
 class Pass:
     name: str
-    build: Callable[[Path, dict[str, str]], None]
+    build: Callable[[Path, dict[str, str], int], None]
     args: Callable[[Path], list[str]]
 
 
-def build_archived(root: Path, env: dict[str, str]) -> None:
+def build_archived(root: Path, env: dict[str, str], shift: int) -> None:
+    probe = root.with_name(root.name + "-probe")
+    stale_store(probe)
+    before = (probe / LEDGER).stat().st_size
+    assert distilld(env, "gc", str(probe), "--apply").returncode == 0
+    growth = (probe / LEDGER).stat().st_size - before  # the gc's own line
+    shutil.rmtree(probe)
     stale_store(root)
+    pad_ledger(root, shift, growth)
     done = distilld(env, "gc", str(root), "--apply")
     assert done.returncode == 0, done.stderr
 
 
+def build_stale(root: Path, env: dict[str, str], shift: int) -> None:
+    stale_store(root)
+    pad_ledger(root, shift)
+
+
 PASSES = {
     "restore": Pass("restore", build_archived, lambda root: ["restore", "archive/projects/c.md", str(root)]),
-    "gc": Pass("gc", lambda root, env: stale_store(root), lambda root: ["gc", str(root), "--apply"]),
-    "compaction": Pass("compaction", lambda root, env: migrated_store_over_targets(root, projects=12),
+    "gc": Pass("gc", build_stale, lambda root: ["gc", str(root), "--apply"]),
+    "compaction": Pass("compaction", lambda root, env, shift: migrated_store_over_targets(root, projects=12),
                        lambda root: ["compact", str(root), "--apply"]),
 }
+# Where the ledger ends before a page boundary (bytes) when the pass appends its line: the
+# line is cut after that many bytes on a full disk. Compaction writes no ledger line.
+SHIFTS = {"restore": (1, 40, 90, 150), "gc": (1, 100, 200, 350), "compaction": (0,)}
 
 
 def normalised(files: dict[str, bytes]) -> dict[str, bytes]:
@@ -143,32 +176,39 @@ def sweep_tmpfs(names: list[str], max_pages: int) -> None:
     env.pop("DISTILLD_CRASH_AT", None)
     mount = work / "mnt"
     print(f"# ENOSPC sweep on tmpfs ({load_average()})")
-    print(f"{'pass':<11} {'runs':>5} {'faulted':>8} {'clean':>6}  free pages swept")
+    print("pass (ledger ends N bytes before a page)  runs  faulted  clean  free pages swept")
     try:
         for name in names:
             spec = PASSES[name]
-            template = work / f"{name}-template"
-            spec.build(template, env)
-            reference = work / f"{name}-reference"
-            shutil.copytree(template, reference, symlinks=True)
-            done = distilld(env, *spec.args(reference))
-            assert done.returncode == 0, done.stderr
-            expected = normalised(tree(reference))
-            used = sum(p.stat().st_size // PAGE + 2 for p in template.rglob("*") if p.is_file())
-            size = (used + max_pages + 64) * PAGE
-            tally = Tally()
-            pages, tail = 0, 0
-            while pages <= max_pages and tail < TAIL_PAGES:
-                faulted, clean, problems = one_run(spec, template, mount, pages, env, expected, size)
-                tally.runs += 1
-                tally.faulted += faulted
-                tally.clean += clean
-                tally.problems += problems
-                tail = tail + 1 if not faulted and clean else 0
-                pages += 1
-            print(f"{name:<11} {tally.runs:>5} {tally.faulted:>8} {tally.clean:>6}  0..{pages - 1}")
-            for problem in tally.problems[:10]:
-                print(f"    {problem}")
+            total = Tally()
+            for shift in SHIFTS[name]:
+                template = work / f"{name}-{shift}-template"
+                spec.build(template, env, shift)
+                reference = work / f"{name}-{shift}-reference"
+                shutil.copytree(template, reference, symlinks=True)
+                done = distilld(env, *spec.args(reference))
+                assert done.returncode == 0, done.stderr
+                expected = normalised(tree(reference))
+                used = sum(p.stat().st_size // PAGE + 2 for p in template.rglob("*") if p.is_file())
+                size = (used + max_pages + 64) * PAGE
+                tally = Tally()
+                pages, tail = 0, 0
+                while pages <= max_pages and tail < TAIL_PAGES:
+                    faulted, clean, problems = one_run(spec, template, mount, pages, env, expected, size)
+                    tally.runs += 1
+                    tally.faulted += faulted
+                    tally.clean += clean
+                    tally.problems += problems
+                    tail = tail + 1 if not faulted and clean else 0
+                    pages += 1
+                shown = f"{name} ({shift} B)" if name != "compaction" else name
+                print(f"{shown:<18} {tally.runs:>5} {tally.faulted:>8} {tally.clean:>6}  0..{pages - 1}", flush=True)
+                for problem in tally.problems[:6]:
+                    print(f"    {problem}", flush=True)
+                total.runs += tally.runs
+                total.faulted += tally.faulted
+                total.clean += tally.clean
+            print(f"{name + ' (all)':<18} {total.runs:>5} {total.faulted:>8} {total.clean:>6}", flush=True)
     finally:
         unmount(mount)
         shutil.rmtree(work, ignore_errors=True)

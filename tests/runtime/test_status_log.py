@@ -184,3 +184,23 @@ def test_a_pass_that_waited_for_the_store_is_not_shown_as_ok_once_the_store_is_t
     line = next(line for line in text.splitlines() if line.strip().startswith("follow"))
     assert "WAITED" in line and "ok " not in line
     assert "the store is there now" in line
+
+
+def test_an_activity_line_cut_short_by_a_full_disk_is_taken_back(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    import distilld.log as log_module
+    import pytest
+
+    log = ActivityLog(tmp_path / "activity.log", echo=False)
+    log.write("first line")
+    before = (tmp_path / "activity.log").read_bytes()
+    real_write = os.write
+    monkeypatch.setattr(log_module.os, "write", lambda fd, data: real_write(fd, data[:7]))  # a full disk
+    with pytest.raises(OSError):
+        log.write("second line, cut after seven bytes")
+    monkeypatch.undo()
+    assert (tmp_path / "activity.log").read_bytes() == before
+    log.write("third line")
+    assert [line.split("  ", 1)[1] for line in (tmp_path / "activity.log").read_text().splitlines()] == [
+        "first line", "third line"]
