@@ -10,9 +10,11 @@ stamp moved is read and hashed again.
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
 import stat
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ..gitstore.head_ref import head_commit_id
@@ -120,19 +122,28 @@ def fingerprint_of(head: str, digest: str) -> str:
     return hashlib.sha256(f"distilld-fingerprint/1\n{head}\n{digest}".encode()).hexdigest()[:32]
 
 
+Scanned = list[tuple[str, int, int, int, int]]
+
+
 @dataclass(frozen=True)
 class StoreState:
-    """The store as the index must match it: HEAD, the files' stamps, and their one digest."""
+    """The store as the index must match it: HEAD, the files' stamps, and their one key."""
 
     head: str
-    stamps: dict[str, Stamp]
+    scanned: Scanned
     stamps_key: str
+
+    @cached_property
+    def stamps(self) -> dict[str, Stamp]:
+        """Each file's stamp by path; built only when the index must be brought up to date."""
+        return {p: f"{m}:{c}:{size}:{ino}" for p, m, c, size, ino in self.scanned}
 
 
 def store_state(root: Path) -> StoreState:
     head = head_commit_id(root)
     scanned = _scan(root)
     # The key is over the scan as it came (folder order is stable while nothing changes; if it
-    # moves, the update that follows finds every stamp equal and re-reads nothing).
-    key = hashlib.sha256(f"{head}\n{scanned!r}".encode("utf-8", "surrogateescape")).hexdigest()
-    return StoreState(head, {p: f"{m}:{c}:{size}:{ino}" for p, m, c, size, ino in scanned}, key)
+    # moves, the update that follows finds every stamp equal and re-reads nothing). marshal
+    # format 2 (no back-references) gives the same bytes for the same paths and numbers.
+    key = hashlib.sha256(head.encode() + b"\n" + marshal.dumps(scanned, 2)).hexdigest()
+    return StoreState(head, scanned, key)
