@@ -72,7 +72,7 @@ def _scan(root: Path) -> list[tuple[str, int, int, int, int]]:
             continue  # absent, or not a folder (links are filtered before descending)
         for entry in children:
             name = entry.name
-            if name[0] == "." or entry.is_symlink() or not _utf8(name):
+            if name[0] == "." or entry.is_symlink() or not (name.isascii() or _utf8(name)):
                 continue  # a name that is not UTF-8 can be neither served nor indexed
             if name.endswith(".md") and entry.is_file(follow_symlinks=False):
                 try:
@@ -112,10 +112,14 @@ def folder_stamps(root: Path, folders: tuple[str, ...]) -> tuple[tuple[int, int]
 
 def content_digest(hashes: dict[str, str]) -> str:
     """The knowledge files' bytes, as one digest: every path with its sha256, sorted by path."""
-    digest = hashlib.sha256(b"distilld-knowledge/1")
-    for path in sorted(hashes, key=os.fsencode):
-        digest.update(f"\n{path}\0{hashes[path]}".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
+    # Code point order is UTF-8 byte order, so a plain sort serves unless a name holds an
+    # escaped byte (a lone surrogate); the bytes hashed are the same either way.
+    try:
+        joined = "".join(f"\n{path}\0{hashes[path]}" for path in sorted(hashes)).encode("utf-8")
+    except UnicodeEncodeError:
+        joined = "".join(f"\n{path}\0{hashes[path]}" for path in sorted(hashes, key=os.fsencode)).encode(
+            "utf-8", "surrogateescape")
+    return hashlib.sha256(b"distilld-knowledge/1" + joined).hexdigest()
 
 
 def fingerprint_of(head: str, digest: str) -> str:
