@@ -126,18 +126,40 @@ def _delete_doc(conn: sqlite3.Connection, path: str) -> None:
         conn.execute("DELETE FROM docs WHERE id = ?", (row[0],))
 
 
-def update_index(conn: sqlite3.Connection, root: Path, state: StoreState) -> int:
+def _recorded(conn: sqlite3.Connection, state: StoreState, previous: StoreState | None,
+              indexed_key: str) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """The files rows to compare with ``state``, and the paths whose stamps may have moved.
+    When the index was last stamped from ``previous`` (this process's last scan), only the
+    paths whose stamps differ between the two scans are looked up."""
+    if previous is None or previous.stamps_key != indexed_key:
+        known = {p: (s, h) for p, s, h in conn.execute("SELECT path, stamp, sha FROM files")}
+        return known, list(state.stamps)
+    before, now = previous.stamps, state.stamps
+    moved = [p for p, stamp in now.items() if before.get(p) != stamp]
+    asked = [*moved, *(before.keys() - now.keys())]
+    known = {}
+    for start in range(0, len(asked), 500):
+        part = asked[start:start + 500]
+        known.update((p, (s, h)) for p, s, h in conn.execute(
+            f"SELECT path, stamp, sha FROM files WHERE path IN ({','.join('?' * len(part))})", part))
+    return known, moved
+
+
+def update_index(conn: sqlite3.Connection, root: Path, state: StoreState,
+                 previous: StoreState | None = None) -> int:
     """Bring the index in line with ``state`` (the store as just scanned), in one transaction;
     returns how many files were re-indexed. Only files whose stamp moved are read."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if read_meta(conn).get("stamps_key") == state.stamps_key:
+        indexed_key = read_meta(conn).get("stamps_key", "")
+        if indexed_key == state.stamps_key:
             conn.execute("COMMIT")  # another process brought it up to date meanwhile
             return 0
-        known = {p: (s, h) for p, s, h in conn.execute("SELECT path, stamp, sha FROM files")}
+        known, candidates = _recorded(conn, state, previous, indexed_key)
         read = _Reader(root)
         changed: set[str] = set(known) - set(state.stamps)
-        for path, stamp in state.stamps.items():
+        for path in candidates:
+            stamp = state.stamps[path]
             before = known.get(path)
             if before is not None and before[0] == stamp:
                 continue

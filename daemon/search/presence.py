@@ -47,7 +47,8 @@ def fold(text: str) -> str:
     if folded.isascii():
         return folded
     table = {ord(ch): _folded_char(ch) for ch in set(folded) if not ch.isascii()}
-    return folded.translate(table)
+    table = {code: to for code, to in table.items() if to != chr(code)}  # dashes, arrows: kept as they are
+    return folded.translate(table) if table else folded
 
 
 def held_words(text: str, words: tuple[str, ...]) -> set[str]:

@@ -152,13 +152,26 @@ def doc_count(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM docs").fetchone()[0]) or 1
 
 
+_COUNTS: dict[tuple[str, str], int] = {}  # (index's stamps key, word) -> files holding it
+_COUNTS_KEPT = 20_000
+
+
 def frequencies(conn: sqlite3.Connection, terms: Terms) -> dict[str, int]:
-    """How many files hold each word (in their text or their SPINE line), from the index's counts."""
+    """How many files hold each word (in their text or their SPINE line), from the index's counts.
+
+    fts5vocab counts a word by walking its posting list, so a long-running server keeps the
+    counts it has seen until the index it read them from changes (its stamps key moves)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'stamps_key'").fetchone()
+    key = f"{id(conn)}:{row[0] if row else ''}"
     found: dict[str, int] = {}
     for word in terms.words:
-        counts = [conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (word,)).fetchone()
-                  for vocab in ("body_vocab", "spine_vocab")]
-        found[word] = max((int(c[0]) for c in counts if c is not None), default=0)
+        if (key, word) not in _COUNTS:
+            counts = [conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (word,)).fetchone()
+                      for vocab in ("body_vocab", "spine_vocab")]
+            if len(_COUNTS) >= _COUNTS_KEPT:
+                _COUNTS.clear()
+            _COUNTS[key, word] = max((int(c[0]) for c in counts if c is not None), default=0)
+        found[word] = _COUNTS[key, word]
     return found
 
 

@@ -139,7 +139,7 @@ class SearchIndex:
             try:
                 conn = self._open()
                 if read_meta(conn).get("stamps_key") != state.stamps_key:
-                    update_index(conn, self.root, state)
+                    update_index(conn, self.root, state, self._last.state if self._last else None)
                 meta = read_meta(conn)
             except sqlite3.DatabaseError:
                 self.discard()
