@@ -10,9 +10,11 @@ stamp moved is read and hashed again.
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
 import stat
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ..gitstore.head_ref import head_commit_id
@@ -70,7 +72,7 @@ def _scan(root: Path) -> list[tuple[str, int, int, int, int]]:
             continue  # absent, or not a folder (links are filtered before descending)
         for entry in children:
             name = entry.name
-            if name[0] == "." or entry.is_symlink() or not _utf8(name):
+            if name[0] == "." or entry.is_symlink() or not (name.isascii() or _utf8(name)):
                 continue  # a name that is not UTF-8 can be neither served nor indexed
             if name.endswith(".md") and entry.is_file(follow_symlinks=False):
                 try:
@@ -110,29 +112,42 @@ def folder_stamps(root: Path, folders: tuple[str, ...]) -> tuple[tuple[int, int]
 
 def content_digest(hashes: dict[str, str]) -> str:
     """The knowledge files' bytes, as one digest: every path with its sha256, sorted by path."""
-    digest = hashlib.sha256(b"distilld-knowledge/1")
-    for path in sorted(hashes, key=os.fsencode):
-        digest.update(f"\n{path}\0{hashes[path]}".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
+    # Code point order is UTF-8 byte order, so a plain sort serves unless a name holds an
+    # escaped byte (a lone surrogate); the bytes hashed are the same either way.
+    try:
+        joined = "".join(f"\n{path}\0{hashes[path]}" for path in sorted(hashes)).encode("utf-8")
+    except UnicodeEncodeError:
+        joined = "".join(f"\n{path}\0{hashes[path]}" for path in sorted(hashes, key=os.fsencode)).encode(
+            "utf-8", "surrogateescape")
+    return hashlib.sha256(b"distilld-knowledge/1" + joined).hexdigest()
 
 
 def fingerprint_of(head: str, digest: str) -> str:
     return hashlib.sha256(f"distilld-fingerprint/1\n{head}\n{digest}".encode()).hexdigest()[:32]
 
 
+Scanned = list[tuple[str, int, int, int, int]]
+
+
 @dataclass(frozen=True)
 class StoreState:
-    """The store as the index must match it: HEAD, the files' stamps, and their one digest."""
+    """The store as the index must match it: HEAD, the files' stamps, and their one key."""
 
     head: str
-    stamps: dict[str, Stamp]
+    scanned: Scanned
     stamps_key: str
+
+    @cached_property
+    def stamps(self) -> dict[str, Stamp]:
+        """Each file's stamp by path; built only when the index must be brought up to date."""
+        return {p: f"{m}:{c}:{size}:{ino}" for p, m, c, size, ino in self.scanned}
 
 
 def store_state(root: Path) -> StoreState:
     head = head_commit_id(root)
     scanned = _scan(root)
     # The key is over the scan as it came (folder order is stable while nothing changes; if it
-    # moves, the update that follows finds every stamp equal and re-reads nothing).
-    key = hashlib.sha256(f"{head}\n{scanned!r}".encode("utf-8", "surrogateescape")).hexdigest()
-    return StoreState(head, {p: f"{m}:{c}:{size}:{ino}" for p, m, c, size, ino in scanned}, key)
+    # moves, the update that follows finds every stamp equal and re-reads nothing). marshal
+    # format 2 (no back-references) gives the same bytes for the same paths and numbers.
+    key = hashlib.sha256(head.encode() + b"\n" + marshal.dumps(scanned, 2)).hexdigest()
+    return StoreState(head, scanned, key)

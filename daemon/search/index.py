@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import sqlite3
+from collections.abc import Collection
 from functools import cached_property
 from pathlib import Path
 
@@ -125,18 +126,40 @@ def _delete_doc(conn: sqlite3.Connection, path: str) -> None:
         conn.execute("DELETE FROM docs WHERE id = ?", (row[0],))
 
 
-def update_index(conn: sqlite3.Connection, root: Path, state: StoreState) -> int:
+def _recorded(conn: sqlite3.Connection, state: StoreState, previous: StoreState | None,
+              indexed_key: str) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """The files rows to compare with ``state``, and the paths whose stamps may have moved.
+    When the index was last stamped from ``previous`` (this process's last scan), only the
+    paths whose stamps differ between the two scans are looked up."""
+    if previous is None or previous.stamps_key != indexed_key:
+        known = {p: (s, h) for p, s, h in conn.execute("SELECT path, stamp, sha FROM files")}
+        return known, list(state.stamps)
+    before, now = previous.stamps, state.stamps
+    moved = [p for p, stamp in now.items() if before.get(p) != stamp]
+    asked = [*moved, *(before.keys() - now.keys())]
+    known = {}
+    for start in range(0, len(asked), 500):
+        part = asked[start:start + 500]
+        known.update((p, (s, h)) for p, s, h in conn.execute(
+            f"SELECT path, stamp, sha FROM files WHERE path IN ({','.join('?' * len(part))})", part))
+    return known, moved
+
+
+def update_index(conn: sqlite3.Connection, root: Path, state: StoreState,
+                 previous: StoreState | None = None) -> int:
     """Bring the index in line with ``state`` (the store as just scanned), in one transaction;
     returns how many files were re-indexed. Only files whose stamp moved are read."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if read_meta(conn).get("stamps_key") == state.stamps_key:
+        indexed_key = read_meta(conn).get("stamps_key", "")
+        if indexed_key == state.stamps_key:
             conn.execute("COMMIT")  # another process brought it up to date meanwhile
             return 0
-        known = {str(p): (str(s), str(h)) for p, s, h in conn.execute("SELECT path, stamp, sha FROM files")}
+        known, candidates = _recorded(conn, state, previous, indexed_key)
         read = _Reader(root)
         changed: set[str] = set(known) - set(state.stamps)
-        for path, stamp in state.stamps.items():
+        for path in candidates:
+            stamp = state.stamps[path]
             before = known.get(path)
             if before is not None and before[0] == stamp:
                 continue
@@ -151,8 +174,9 @@ def update_index(conn: sqlite3.Connection, root: Path, state: StoreState) -> int
                 changed.add(path)
         for path in set(known) - set(state.stamps):
             conn.execute("DELETE FROM files WHERE path = ?", (path,))
-        count = _reindex(conn, root, read, changed)
-        _stamp_meta(conn, state)
+        hashes: dict[str, str] = dict(conn.execute("SELECT path, sha FROM files"))
+        count = _reindex(conn, root, read, changed, hashes)
+        _stamp_meta(conn, state, hashes)
         conn.execute("COMMIT")
         return count
     except BaseException:
@@ -160,8 +184,8 @@ def update_index(conn: sqlite3.Connection, root: Path, state: StoreState) -> int
         raise
 
 
-def _reindex(conn: sqlite3.Connection, root: Path, read: _Reader, changed: set[str]) -> int:
-    present = {str(p) for (p,) in conn.execute("SELECT path FROM files")}
+def _reindex(conn: sqlite3.Connection, root: Path, read: _Reader, changed: set[str], hashes: dict[str, str]) -> int:
+    present = hashes.keys()  # the files as recorded by this update
     targets = {p for p in changed if is_doc_path(p)}
     for path in changed:
         if path.startswith(EVIDENCE_PREFIX):
@@ -176,7 +200,7 @@ def _reindex(conn: sqlite3.Connection, root: Path, read: _Reader, changed: set[s
             _delete_doc(conn, path)
             families_moved = True
             continue
-        sha = conn.execute("SELECT sha FROM files WHERE path = ?", (path,)).fetchone()[0]
+        sha = hashes[path]
         twin = EVIDENCE_PREFIX + (path[len(ARCHIVE_PREFIX):] if path.startswith(ARCHIVE_PREFIX) else path)
         evidence = read(twin) if twin in present else None
         if old is not None and not index_files_changed:  # its SPINE line and catalog row are as indexed
@@ -197,7 +221,7 @@ def _reindex(conn: sqlite3.Connection, root: Path, read: _Reader, changed: set[s
 class _Lookups:
     """SPINE.md and CATALOG.md, parsed only when a file's line or row must be looked up."""
 
-    def __init__(self, read: _Reader, present: set[str]) -> None:
+    def __init__(self, read: _Reader, present: Collection[str]) -> None:
         self._read, self._present = read, present
 
     @cached_property
@@ -236,8 +260,7 @@ def _respine(conn: sqlite3.Connection, spine: dict[str, str], catalog: Catalog |
                      (doc_id, spine_search_text(line), hook))
 
 
-def _stamp_meta(conn: sqlite3.Connection, state: StoreState) -> None:
-    hashes = {str(p): str(h) for p, h in conn.execute("SELECT path, sha FROM files")}
+def _stamp_meta(conn: sqlite3.Connection, state: StoreState, hashes: dict[str, str]) -> None:
     digest = content_digest(hashes)
     values = {"stamps_key": state.stamps_key, "head": state.head, "digest": digest,
               "fingerprint": fingerprint_of(state.head, digest)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .index import BODY_COLUMNS, SPINE_COLUMNS
+from .presence import Presence
 from .query import (
     COVERAGE_STEP,
     FIELD_NAMES,
@@ -26,61 +26,31 @@ from .query import (
 )
 
 
-FEW = 512  # a word held by at most this many files is looked up once for all; others per file
-
-
-class Presence:
-    """Which files hold which query words, looked up as cheaply as each word allows: the files
-    holding a rare word in one query, a common word file by file (a seek in its list)."""
-
-    def __init__(self, conn: sqlite3.Connection, df: dict[str, int]) -> None:
-        self.conn, self.df = conn, df
-        self._holders: dict[str, set[int]] = {}
-
-    def _all_holders(self, word: str) -> set[int]:
-        if word not in self._holders:
-            found: set[int] = set()
-            for table in ("body_fts", "spine_fts"):
-                found.update(int(r[0]) for r in self.conn.execute(
-                    f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (f'"{word}"',)))
-            self._holders[word] = found
-        return self._holders[word]
-
-    def holds(self, doc_id: int, word: str) -> bool:
-        if self.df.get(word, 0) == 0:
-            return False
-        if self.df[word] <= FEW:
-            return doc_id in self._all_holders(word)
-        return any(self.conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ? AND rowid = ?",
-                                     (f'"{word}"', doc_id)).fetchone() for table in ("body_fts", "spine_fts"))
-
-
-def with_families(conn: sqlite3.Connection, hits: list[Hit], terms: Terms, df: dict[str, int]) -> None:
+def with_families(presence: Presence, hits: list[Hit], terms: Terms, df: dict[str, int]) -> None:
     """Each file's words, and those the rest of its split family holds: a split child continues
     its parent, so the family is judged as the one file it was."""
-    presence = Presence(conn, df)
+    known = {w for w in terms.words if df.get(w, 0)}
     for hit in hits:
-        hit.own = {w for w in terms.words if presence.holds(hit.doc_id, w)}
-        missing = [w for w in terms.words if w not in hit.own and df.get(w, 0)]
+        hit.own = presence.words_of_doc(hit.doc_id) & known
+        missing = known - hit.own
         if not missing:
             continue
-        members = [int(r[0]) for r in conn.execute(
+        members = [int(r[0]) for r in presence.conn.execute(
             "SELECT id FROM docs WHERE family = (SELECT family FROM docs WHERE id = ?) AND id != ? AND status = ?",
             (hit.doc_id, hit.doc_id, hit.status))]
-        hit.family = {w for w in missing if any(presence.holds(m, w) for m in members)}
+        hit.family = {w for w in missing if any(w in presence.words_of_doc(m) for m in members)}
 
 
-def describe(conn: sqlite3.Connection, hit: Hit, terms: Terms) -> None:
-    """Which fields matched (a column filter per field, a seek each), and a snippet, for the
-    files answered."""
+def describe(presence: Presence, hit: Hit, terms: Terms) -> None:
+    """Which fields matched (from the words each field holds), and a snippet, for the files
+    answered."""
+    wanted = hit.own or set(terms.words)
+    for column, held in presence.fields(hit.doc_id).items():
+        if held & wanted:
+            hit.matched[FIELD_NAMES[column]] = set()
     words = " OR ".join(f'"{w}"' for w in sorted(hit.own)) or match_expression(terms)
-    for table, columns in (("body_fts", BODY_COLUMNS), ("spine_fts", SPINE_COLUMNS)):
-        for column in columns:
-            if conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ? AND rowid = ?",
-                            (f"{{{column}}} : ({words})", hit.doc_id)).fetchone():
-                hit.matched[FIELD_NAMES[column]] = set()
-    row = conn.execute("SELECT snippet(body_fts, -1, '[', ']', '…', 16) FROM body_fts "
-                       "WHERE body_fts MATCH ? AND rowid = ?", (words, hit.doc_id)).fetchone()
+    row = presence.conn.execute("SELECT snippet(body_fts, -1, '[', ']', '…', 16) FROM body_fts "
+                                "WHERE body_fts MATCH ? AND rowid = ?", (words, hit.doc_id)).fetchone()
     if row is not None:
         hit.snippet = " ".join(str(row[0]).split())
     if hit.family:
@@ -110,8 +80,9 @@ def search(conn: sqlite3.Connection, terms: Terms, k: int, archived: bool,
     known = {int(i): (str(p), str(st)) for i, p, st in
              conn.execute(f"SELECT id, path, status FROM docs WHERE id IN ({marks})", [i for i, _ in ranked])}
     hits = [Hit(doc_id, *known[doc_id], score) for doc_id, score in ranked]
+    presence = Presence(conn, terms.words, df)
     if hits:
-        with_families(conn, hits, terms, df)
+        with_families(presence, hits, terms, df)
     total = sum(weight.values()) or 1.0
     answers: list[Hit] = []
     nearest: Hit | None = None
@@ -124,5 +95,5 @@ def search(conn: sqlite3.Connection, terms: Terms, k: int, archived: bool,
             nearest = hit
     answers.sort(key=lambda hit: (-round(hit.coverage / COVERAGE_STEP), -hit.score))
     for hit in answers[:k]:
-        describe(conn, hit, terms)
+        describe(presence, hit, terms)
     return answers[:k], nearest

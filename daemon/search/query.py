@@ -30,6 +30,7 @@ BODY_BM25 = (4.0, 2.0, 1.0, 0.5, 0.5)  # title, headings, body, index detail, ev
 SPINE_BM25 = (1.0, 0.6)  # SPINE line, catalog hook
 JUDGED_BEYOND_K = 10  # candidates past k looked at before the answer is "nothing more"
 DEPTH = 50  # how deep each ranking is read before fusion
+FETCHED = 2 * DEPTH  # how many FTS5 ranks alone before the status filter and the path tie-break
 MIN_COVERAGE = 0.5
 MIN_COVERAGE_TASK = 1 / 3
 COVERAGE_STEP = 0.1
@@ -102,9 +103,28 @@ class Hit:
 
 def _ranked(conn: sqlite3.Connection, table: str, weights: tuple[float, ...], expression: str,
             archived: bool) -> list[int]:
+    """The first DEPTH files by BM25 (ties by path), archived ones left out unless asked for.
+
+    FTS5 ranks on its own first (a join with ``docs`` would look up every matching file), and
+    only when its best FETCHED leave fewer than DEPTH certain places (files the status filter
+    keeps, scored strictly better than the worst fetched) is the full ranking asked for."""
+    bm25 = f"bm25({table}, {', '.join(map(str, weights))})"
+    rows = conn.execute(f"SELECT rowid, {bm25} FROM {table} WHERE {table} MATCH ? ORDER BY 2 LIMIT {FETCHED}",
+                        (expression,)).fetchall()
+    marks = ",".join("?" * len(rows))
+    known = {int(i): (str(p), str(st)) for i, p, st in conn.execute(
+        f"SELECT id, path, status FROM docs WHERE id IN ({marks})", [r[0] for r in rows])}
+    kept = sorted((float(score), known[int(i)][0], int(i)) for i, score in rows
+                  if int(i) in known and (archived or known[int(i)][1] == "active"))
+    if len(rows) < FETCHED:
+        return [i for _, _, i in kept[:DEPTH]]  # every matching file was ranked
+    worst = float(rows[-1][1])
+    certain = [i for score, _, i in kept if score < worst]
+    if len(certain) >= DEPTH:
+        return certain[:DEPTH]
     status = "" if archived else " AND d.status = 'active'"
     sql = (f"SELECT d.id FROM {table} JOIN docs d ON d.id = {table}.rowid WHERE {table} MATCH ?{status} "
-           f"ORDER BY bm25({table}, {', '.join(map(str, weights))}), d.path LIMIT {DEPTH}")
+           f"ORDER BY {bm25}, d.path LIMIT {DEPTH}")
     return [int(row[0]) for row in conn.execute(sql, (expression,))]
 
 
@@ -132,13 +152,26 @@ def doc_count(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM docs").fetchone()[0]) or 1
 
 
+_COUNTS: dict[tuple[str, str], int] = {}  # (index's stamps key, word) -> files holding it
+_COUNTS_KEPT = 20_000
+
+
 def frequencies(conn: sqlite3.Connection, terms: Terms) -> dict[str, int]:
-    """How many files hold each word (in their text or their SPINE line), from the index's counts."""
+    """How many files hold each word (in their text or their SPINE line), from the index's counts.
+
+    fts5vocab counts a word by walking its posting list, so a long-running server keeps the
+    counts it has seen until the index it read them from changes (its stamps key moves)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'stamps_key'").fetchone()
+    key = f"{id(conn)}:{row[0] if row else ''}"
     found: dict[str, int] = {}
     for word in terms.words:
-        counts = [conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (word,)).fetchone()
-                  for vocab in ("body_vocab", "spine_vocab")]
-        found[word] = max((int(c[0]) for c in counts if c is not None), default=0)
+        if (key, word) not in _COUNTS:
+            counts = [conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (word,)).fetchone()
+                      for vocab in ("body_vocab", "spine_vocab")]
+            if len(_COUNTS) >= _COUNTS_KEPT:
+                _COUNTS.clear()
+            _COUNTS[key, word] = max((int(c[0]) for c in counts if c is not None), default=0)
+        found[word] = _COUNTS[key, word]
     return found
 
 

@@ -65,6 +65,7 @@ class SearchIndex:
         self._checked_at = 0.0
         self._folders: tuple[tuple[int, int], ...] = ()
         self._folder_names: tuple[str, ...] = ()
+        self._folders_key = ""
 
     def close(self) -> None:
         if self._conn is not None:
@@ -138,15 +139,16 @@ class SearchIndex:
             try:
                 conn = self._open()
                 if read_meta(conn).get("stamps_key") != state.stamps_key:
-                    update_index(conn, self.root, state)
+                    update_index(conn, self.root, state, self._last.state if self._last else None)
                 meta = read_meta(conn)
             except sqlite3.DatabaseError:
                 self.discard()
                 continue
             if meta.get("stamps_key") == state.stamps_key:
                 self._last = Current(conn, meta["fingerprint"], meta["head"], state)
-                if self.recheck_after:
-                    names = folders_of(state.stamps)
+                if self.recheck_after and state.stamps_key != self._folders_key:
+                    names = folders_of(state.stamps)  # the same scan has the same folders
+                    self._folders_key = state.stamps_key
                     if names != self._folder_names:  # new folders: their stamps as of this scan
                         self._folder_names, folders = names, folder_stamps(self.root, names)
                 self._checked_at, self._folders = time.monotonic(), folders
