@@ -65,7 +65,7 @@ class Setup:
     """One scale: the distilld store (adopted, pushed to a bare origin), a second distilld machine,
     and plain clones of the same history for git's side."""
 
-    def __init__(self, base: Path, scale: int, stores: Path | None) -> None:
+    def __init__(self, base: Path, scale: int, stores: Path | None, tree: Path | None = None) -> None:
         self.base = base
         home = base / "home"
         home.mkdir()
@@ -77,6 +77,8 @@ class Setup:
                     "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "gc.auto", "GIT_CONFIG_VALUE_0": "0",
                     "DISTILLD_CONFIG_DIR": str(base / "config"), "DISTILLD_STATE_DIR": str(base / "state"),
                     "DISTILLD_RUNTIME_DIR": tempfile.mkdtemp(prefix="dgr-", dir="/tmp")}
+        if tree is not None:
+            self.env["PYTHONPATH"] = str(tree.resolve())
         self.store = make_store(base / "store", scale, stores)
         self.origin = base / "origin.git"
         self.git_quiet("init", "-q", "--bare", "-b", "main", str(self.origin))
@@ -212,13 +214,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", default="10,100")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--stores", type=Path, help="a folder holding x<scale> stores to copy instead of generating")
+    parser.add_argument("--tree", type=Path, help="a folder holding another distilld package (a `distilld` folder), "
+                        "put first on PYTHONPATH: the before of a before/after")
     parser.add_argument("--skip", default="", help="comma-separated: daemon,once,sync,diverged,help")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     for scale in (int(s) for s in args.scales.split(",")):
         with tempfile.TemporaryDirectory(prefix="distilld-bench-ratios-") as temp:
-            setup = Setup(Path(temp), scale, args.stores)
+            setup = Setup(Path(temp), scale, args.stores, args.tree)
             header(f"distilld's git work against git, one process per command, x{scale}", args.rounds)
+            print(f"  distilld children run from {args.tree or 'this tree'}")
             try:
                 for work in ("once", "sync", "diverged", "help"):
                     if work not in skip:
