@@ -136,9 +136,13 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
         refuse_conflict_markers(root)
         return preview_compaction(store, policy, clock())
     with locked_pass(store, policy, clock, wait) as ctx:
-        refuse_unless_compaction_allowed(take_snapshot(ctx.root))
+        allowed = take_snapshot(ctx.root)
+        refuse_unless_compaction_allowed(allowed)
         report = CompactionReport("apply")
         resumed = finish_interrupted(ctx)
+        # Nothing was recovered: the store is as just read, and the first plan starts from that
+        # read (one read of every file fewer; a big store pays seconds for each).
+        unchanged: Snapshot | None = None if resumed.outcomes else allowed
         report.notes += resumed.all_notes
         recovered = resumed.outcome("compaction", JournalRun)
         if recovered is not None and recovered.journal is not None:
@@ -147,7 +151,7 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
             ctx.take_baseline()
         rolled_back = False
         for attempt in range(PLAN_ATTEMPTS):
-            before = take_snapshot(ctx.root)
+            before, unchanged = unchanged or take_snapshot(ctx.root), None
             plan = report.plan = plan_for(before, policy, ctx.now())
             report.outcome = apply_compaction(ctx, plan, before)
             if report.outcome.rolled_back:
@@ -170,7 +174,11 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
             report.notes.append("nothing to compact: the SPINE and every tier file are within their targets"
                                 if not (plan.debt or plan.breaches or plan.unsplittable)
                                 else "nothing more can be done mechanically")
-        report.over_caps = cap_failures(take_snapshot(ctx.root), policy.limits, plan.breaches)
+        # the pass wrote nothing and rolled nothing back: what it planned from is the store as it is
+        outcome = report.outcome
+        assert outcome is not None  # the loop ran at least once
+        wrote = bool(outcome.written) or rolled_back or outcome.rolled_back is not None or bool(outcome.interrupted)
+        report.over_caps = cap_failures(take_snapshot(ctx.root) if wrote else before, policy.limits, plan.breaches)
         return report
 
 

@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 
 from ..actions.compaction import CompactionReport
 
+# Files over a cap the pass could not fix, named one line each up to this many: every pass says them
+# again, and a big store over its caps had thousands, which cost a one-shot run more than its git
+# work and rotated the activity log's history away. `distilld compact` lists them all.
+LISTED_OVER_CAP = 20
+
 
 @dataclass
 class CompactionResult:
@@ -41,10 +46,15 @@ def describe_compaction(report: CompactionReport) -> CompactionResult:
         if plan.splits:
             parts.append(f"{len(plan.splits)} files split")
         summary = "; ".join(parts) or f"{len(written)} files rewritten"
-    for failure in report.over_caps:  # the unit that cannot be cut, its size against the room, what to do
+    listed, unlisted = report.over_caps[:LISTED_OVER_CAP], report.over_caps[LISTED_OVER_CAP:]
+    for failure in listed:  # the unit that cannot be cut, its size against the room, what to do
         lines.append(f"compaction could not fix: {'; '.join(failure.problems)}: {' '.join(failure.why)}")
+    if unlisted:
+        lines.append(f"compaction could not fix {len(unlisted)} more files over a cap (`distilld compact` "
+                     "lists every one)")
     if report.over_caps:
-        summary += f"; still over a cap: {', '.join(f.path for f in report.over_caps)}"
+        summary += f"; still over a cap: {', '.join(f.path for f in listed)}"
+        summary += f" and {len(unlisted)} more" if unlisted else ""
     failed = [f.message for o in (outcome, recovery) if o is not None for f in o.self_check]
     if failed:
         lines.append(f"compaction self-check failed: {'; '.join(failed[:3])}")
