@@ -14,14 +14,14 @@ linux_only = pytest.mark.skipif(sys.platform != "linux", reason="the shortcut is
 
 # "{root}" stands for a temporary folder of the test's own: no real machine's paths.
 ENVIRONMENTS = [
-    {"XDG_CONFIG_HOME": "{root}/xdg/config", "XDG_STATE_HOME": "{root}/xdg/state", "HOME": "{root}/home/u"},
-    {"XDG_CONFIG_HOME": "{root}/xdg/config/", "XDG_STATE_HOME": "{root}/xdg//state/", "HOME": "{root}/home/u"},
-    {"HOME": "{root}/home/u"},
-    {"HOME": "{root}/home/u/"},
+    {"XDG_CONFIG_HOME": "{root}/xdg/config", "XDG_STATE_HOME": "{root}/xdg/state", "HOME": "{root}/user-home"},
+    {"XDG_CONFIG_HOME": "{root}/xdg/config/", "XDG_STATE_HOME": "{root}/xdg//state/", "HOME": "{root}/user-home"},
+    {"HOME": "{root}/user-home"},
+    {"HOME": "{root}/user-home/"},
     {"HOME": "/"},
-    {"XDG_CONFIG_HOME": "", "XDG_STATE_HOME": "", "HOME": "{root}/home/u"},
-    {"XDG_CONFIG_HOME": "relative/config", "XDG_STATE_HOME": "relative", "HOME": "{root}/home/u"},
-    {"XDG_CONFIG_HOME": "~/config", "XDG_STATE_HOME": "~/state", "HOME": "{root}/home/u"},
+    {"XDG_CONFIG_HOME": "", "XDG_STATE_HOME": "", "HOME": "{root}/user-home"},
+    {"XDG_CONFIG_HOME": "relative/config", "XDG_STATE_HOME": "relative", "HOME": "{root}/user-home"},
+    {"XDG_CONFIG_HOME": "~/config", "XDG_STATE_HOME": "~/state", "HOME": "{root}/user-home"},
     {"XDG_CONFIG_HOME": "{root}/xdg/config", "XDG_STATE_HOME": "{root}/xdg/state", "HOME": "relative-home"},
     {"HOME": "relative-home"},
     {"HOME": ""},

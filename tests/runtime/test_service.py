@@ -228,7 +228,7 @@ def test_install_warns_when_private_tmp_would_hide_the_store(home: Path, capsys:
         from distilld.runtime.service import hidden_by_private_tmp
 
         unit = render_systemd(run_arguments())
-        assert not hidden_by_private_tmp(Path("/home/rowan/.aura-distill"), unit)  # (tmp_path is under /tmp)
+        assert not hidden_by_private_tmp(Path("/srv/notes/.aura-distill"), unit)  # (tmp_path is under /tmp)
         assert hidden_by_private_tmp(Path("/var/tmp/notes"), unit)
     finally:
         store.rmdir()
