@@ -190,7 +190,9 @@ class Soak:
             machine.write(f"projects/{name}.md", f"---\ndomain: project\nscope: {name} notes\nlast_updated: "
                                                  f"2026-11-29\n---\n\n# {name}\n\n{line}\n")
             spine = machine.read(SPINE).decode()
-            entry = f"- [{name}](projects/{name}.md) {EM} {name} notes. Read when working on {name}.\n"
+            hook = f"{name} notes. Read when working on {name}."
+            self.figures.hook_bytes += len(hook.encode())  # a merge to reach the line target moves it
+            entry = f"- [{name}](projects/{name}.md) {EM} {hook}\n"
             anchor = "\n## Feedback"
             machine.write(SPINE, spine.replace(anchor, "\n" + entry.rstrip("\n") + anchor, 1) if anchor in spine
                           else spine + entry)

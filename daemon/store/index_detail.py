@@ -10,7 +10,11 @@ asked by the compaction plan and by the sync merge.
 
 from __future__ import annotations
 
+import re
+
 from .text import decode
+
+_WORD = re.compile(r"\w+")
 
 _HEADING = "## Index detail"
 
@@ -48,14 +52,37 @@ def hooks_not_held(files: dict[str, bytes], target: str, hooks: list[str]) -> li
     return wanted
 
 
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text)}
+
+
+def hooks_with_new_words(files: dict[str, bytes], target: str, hooks: list[str], also: str = "") -> list[str]:
+    """``hooks`` less those every word of which the target family's Index detail or ``also``
+    holds already: for the sync merge, which keeps every word of a doubled entry but is no cut
+    (no hook of it must be found verbatim), so the other machine's version of a hook whose
+    words are kept adds nothing."""
+    held = _words(also)
+    for p in _family(files, target):
+        if p in files:
+            held |= _words(index_detail_text(files[p]))
+    wanted: list[str] = []
+    for hook in hooks:
+        new = _words(hook) - held
+        if new:
+            wanted.append(hook)
+            held |= new
+    return wanted
+
+
 CUT_START_BYTES = 60  # how much of a hook's start marks an earlier cut of the same entry
 
 
 def was_cut_before(files: dict[str, bytes], target: str, hook: str) -> bool:
     """Does the target's Index detail (or a split child's) hold an earlier hook of this entry:
     one that starts as this hook starts (a cut keeps a hook's start)?"""
-    start = hook.strip().encode()[:CUT_START_BYTES].decode("utf-8", "ignore")
+    start = hook.strip().encode()[:CUT_START_BYTES].decode("utf-8", "ignore").casefold()
     if len(start) < CUT_START_BYTES // 2:
         return False
-    return any(line.startswith(start) for p in _family(files, target) if p in files
+    # casefolded: a shortened hook opens with a capital where the writer's did not
+    return any(line.casefold().startswith(start) for p in _family(files, target) if p in files
                for line in index_detail_text(files[p]).split("\n"))

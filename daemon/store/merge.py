@@ -29,16 +29,17 @@ from .conflicts import has_conflict_markers
 from .findings import Finding
 from .fs import line_ending_of, with_line_ending
 from .incremental import IncrementalStore
-from .index_detail import hooks_not_held
+from .hooks import entry_within_cap
+from .index_detail import hooks_not_held, hooks_with_new_words
 from .ledger import Ledger, LedgerLine, merge_ledgers, parsed_ledger
 from .limits import Limits
 from .line_replay import replay_lines
 from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, archived_path
 from .snapshot import snapshot_from_files
 from .spine_dedupe import doubled_pointers, merge_doubled_entries
-from .spine import Spine, add_entry, find_entry, remove_pointer
+from .spine import Spine, add_entry, find_entry, remove_pointer, replace_entry
 from .sync_inbox import ConflictInbox, conflict_item
-from .tierfile import append_index_detail
+from .tierfile import KnowledgeFile, append_index_detail
 from .text import (
     decode,
     encode,
@@ -122,10 +123,15 @@ class StoreMerge:
     resolutions: list[str] = field(default_factory=list)  # one line per decision, for the log
     blocked_by: list[Finding] = field(default_factory=list)  # failures the merge would introduce
     inherited: list[Finding] = field(default_factory=list)  # failures one side already had
+    over_caps: list[Finding] = field(default_factory=list)  # caps both sides' growth passed together
 
     @property
     def ok(self) -> bool:
         return not self.blocked_by
+
+
+# The size caps two sides can pass only together; compaction brings a store back within them.
+GROWTH_CAPS = frozenset({"spine-lines", "spine-bytes", "entry-bytes", "file-lines", "file-bytes"})
 
 
 # -- the merge -----------------------------------------------------------------------------
@@ -197,12 +203,45 @@ class _Merger:
                                        f"{', '.join(done.merged)}")
         for target, hooks in sorted(done.details.items()):
             raw = self.view.get(target)
-            wanted = hooks_not_held({target: raw}, target, hooks) if raw is not None else []
+            family = {p: r for p in self.view.paths() if p.startswith(target[:-3])
+                      and (r := self.view.get(p)) is not None}
+            entry = next((e for e in Spine(done.raw).entries if target in e.pointers), None)
+            own_line = entry.joined if entry is not None else ""
+            wanted = hooks_with_new_words(family, target, hooks, own_line) if raw is not None else []
             for hook in wanted:
                 raw = append_index_detail(raw or b"", hook, self.now.date().isoformat())
             if wanted:
                 self.set(target, raw)
                 self.result.resolutions.append(f"{target}: the other version's hook kept in its Index detail")
+
+    def entries_over_cap(self, limits: Limits) -> None:
+        """An entry that the replay made longer than the cap from two versions within it (one
+        machine added a pointer, the other lengthened the hook) is cut as compaction cuts: a
+        short entry, its whole hook kept in its first file's Index detail. Left as it is, the
+        merge would fail C1 on every later sync, and no local pass could mend it."""
+        merged, ours, theirs = self.result.changes.get(SPINE), self.ours.get(SPINE), self.theirs.get(SPINE)
+        if merged is None:
+            return
+        cap = limits.spine.entry_max_bytes
+        over_already = {e.joined for raw in (ours, theirs) if raw is not None
+                        for e in Spine(raw).entries if e.byte_len > cap}
+        today = self.now.date().isoformat()
+        for _ in range(len(Spine(merged).entries)):  # one entry a round: line numbers move
+            spine = Spine(merged)
+            entry = next((e for e in spine.entries if e.byte_len > cap and e.joined not in over_already
+                          and e.leading_group and self.view.get(e.leading_group[0].path) is not None), None)
+            if entry is None:
+                break
+            target = entry.leading_group[0].path
+            raw = self.view.get(target) or b""
+            short, hook = entry_within_cap(entry.joined, target, KnowledgeFile(target, raw).pinned, cap,
+                                           limits.spine.entry_target_bytes)
+            merged = replace_entry(merged, entry, short)
+            if hook and hooks_not_held({target: raw}, target, [hook]):
+                self.set(target, append_index_detail(raw, hook, today))
+            self.result.resolutions.append(f"{SPINE}: the entry of {target} both machines changed came out over "
+                                           f"{cap} bytes; cut, its whole hook kept in {target}'s Index detail")
+        self.set(SPINE, merged)
 
     def ledger(self) -> Ledger | None:
         ours, theirs = self.ours.get(LEDGER), self.theirs.get(LEDGER)
@@ -332,7 +371,14 @@ class _Merger:
                           if f.severity == "fail"}
                 self.result.inherited += [f for f in failing if (f.group, f.code, f.message) in before]
                 failing = [f for f in failing if (f.group, f.code, f.message) not in before]
-        self.result.blocked_by += failing
+        # Two sides within a cap can add up to more than it (both appended to one file): the next
+        # compaction mends that, so it must not block the merge, or the machines never meet again.
+        grown = [f for f in failing if f.code in GROWTH_CAPS]
+        for finding in grown:
+            self.result.resolutions.append(f"{finding.path}: over its cap after the merge ({finding.message}); "
+                                           "the next compaction brings it back within")
+        self.result.over_caps += grown
+        self.result.blocked_by += [f for f in failing if f.code not in GROWTH_CAPS]
 
     def markers(self) -> None:
         for path, raw in sorted(self.result.changes.items()):
@@ -350,6 +396,7 @@ def merge_stores(base: FileSet, ours: FileSet, theirs: FileSet, now: datetime, l
     merger = _Merger(base, ours, theirs, sides, now, token, checks)
     merger.files()
     merger.doubled_entries(limits)
+    merger.entries_over_cap(limits)
     ledger = merger.ledger()
     if ledger is not None:
         merger.agree_with(ledger)

@@ -197,6 +197,16 @@ def find_entry(spine: Spine, path: str) -> SpineEntry | None:
     return None
 
 
+def replace_entry(raw: bytes, entry: SpineEntry, line: str) -> bytes:
+    """``raw`` with ``entry`` (all its lines) replaced by the one line ``line``, whose line
+    ending is the entry's last one (or the SPINE's own)."""
+    lines = lines_with_endings(decode(raw))
+    end = entry.line_index + entry.line_count
+    last = lines[end - 1]
+    ending = last[len(last.rstrip("\r\n")):] or dominant_ending(decode(raw))
+    return encode("".join(lines[:entry.line_index] + [line + ending] + lines[end:]))
+
+
 def remove_pointer(spine: Spine, path: str) -> PointerRemoval | None:
     """Remove ``path`` from the SPINE: its whole entry, or just its pointer of a merged line."""
     editor = SpineEditor(spine)

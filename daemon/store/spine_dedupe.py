@@ -2,8 +2,10 @@
 
 When both machines edit or compact the same SPINE entry, the line replay keeps both versions:
 two entries whose leading groups name the same file. They become one entry in the first one's
-place: the leading pointers of both (each file once), and both hooks, the second after a "; "
-unless its words are in the first already. Where both hooks together would pass the entry cap,
+place: the leading pointers of both (each file once), and one hook holding both: the first whole,
+with the second's sentences that the first does not hold put before the sentences both end with
+(two versions of one entry share most of their words; writing both whole would double them, and
+the doubled words would go to Index detail at the next cut). Where both hooks together would pass the entry cap,
 the entry keeps the first hook and the second goes whole to the first target's Index detail,
 so every word is kept. Pure: bytes in, bytes out.
 """
@@ -14,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from .spine import EM_DASH, Pointer, Spine, SpineEntry
+from .hook_clauses import inside_pairs
 from .text import byte_len, decode, dominant_ending, encode, lines_with_endings
 
 _SPACES = re.compile(r"\s+")
@@ -39,6 +42,39 @@ def _flat(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+def _sentences(hook: str) -> list[str]:
+    """A hook's sentences: it is cut after a top-level ``.``, ``!`` or ``?`` that a space follows
+    (outside brackets, quotes and code, so each piece keeps its pairs balanced)."""
+    text = _flat(hook)
+    inside = inside_pairs(text)
+    found: list[str] = []
+    start = 0
+    for i, c in enumerate(text):
+        if c in ".!?" and not inside[i] and text[i + 1:i + 2] == " ":
+            found.append(text[start:i + 1])
+            start = i + 2
+    if text[start:]:
+        found.append(text[start:])
+    return found
+
+
+def union_hook(first: str, second: str) -> str:
+    """``first`` with the sentences of ``second`` it lacks, put before their common ending."""
+    ours, theirs = _sentences(first), _sentences(second)
+    common = 0
+    while common < min(len(ours), len(theirs)) and ours[-1 - common] == theirs[-1 - common]:
+        common += 1
+    held = _flat(first)
+    extra = [s for s in theirs[:len(theirs) - common] if s not in held]
+    if not extra:
+        return first
+    pieces = ours[:len(ours) - common] + extra + ours[len(ours) - common:]
+    out = pieces[0]
+    for piece in pieces[1:]:
+        out += (" " if out.endswith((".", "!", "?", ";", ":")) else "; ") + piece
+    return out
+
+
 def _one_entry(first: SpineEntry, second: SpineEntry, entry_max_bytes: int) -> tuple[str, str | None]:
     """The merged entry's text, and the hook that went to Index detail instead (if one did)."""
     group: list[Pointer] = list(first.leading_group)
@@ -50,7 +86,7 @@ def _one_entry(first: SpineEntry, second: SpineEntry, entry_max_bytes: int) -> t
     elif _flat(h1) in _flat(h2):
         hook, spare = h2, None
     else:
-        hook, spare = f"{h1}; {h2}", None
+        hook, spare = union_hook(h1, h2), None
     line = f"- {pointers} {EM_DASH} {hook}" if hook else f"- {pointers}"
     if byte_len(line) > entry_max_bytes and hook != h1:
         line = f"- {pointers} {EM_DASH} {h1}" if h1 else f"- {pointers}"

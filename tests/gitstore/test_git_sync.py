@@ -13,6 +13,7 @@ from distilld.gitstore.repo import open_store
 from distilld.gitstore.sync_state import load_state
 from distilld.store.ledger import Ledger
 from distilld.store.stamps import stamp_later
+from builders import EM, KESTREL_ENTRY
 from gitmachines import (
     GitCli,
     Machine,
@@ -278,13 +279,16 @@ def test_the_users_staged_change_is_left_exactly_as_it_was(machines: tuple[Machi
 
 
 def test_a_merge_that_breaks_the_store_is_blocked(machines: tuple[Machine, Machine], origin: Origin) -> None:
-    """Each side alone stays within the SPINE's 80 lines; both together would not."""
+    """A drops the kestrel topic (its file and its entry); B adds a second entry for it. Each side
+    passes its checks; together the SPINE would point at a file that is gone."""
     a, b = machines
-    a.append("SPINE.md", "".join(f"<!-- note from A {n} -->\n" for n in range(30)))
-    b.write("SPINE.md", "".join(f"<!-- note from B {n} -->\n" for n in range(30)).encode() + b.read("SPINE.md"))
+    (a.root / "projects/kestrel.md").unlink()
+    a.write("SPINE.md", a.read("SPINE.md").replace(KESTREL_ENTRY.encode() + b"\n", b""))
+    b.append("SPINE.md", f"- [Kestrel replays](projects/kestrel.md) {EM} replays run from the snapshot.\n")
     assert a.sync().pushed
     report = b.sync()
-    assert report.state == "blocked" and "SPINE has" in (report.reason or ""), report
+    assert report.state == "blocked" and "SPINE pointer to missing file: projects/kestrel.md" in (report.reason or ""), \
+        report
     # B's own change is committed locally; no merge was made, nothing was pushed.
     assert report.commits == [b.head()] and not report.pushed
     assert len(b.repo()[b.head()].parents) == 1 and origin.head() == a.head()

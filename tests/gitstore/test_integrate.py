@@ -14,6 +14,7 @@ import pytest
 from distilld.actions.sync import render_sync_text
 from distilld.gitstore import gitcli
 from distilld.gitstore.errors import GitBusy, GitStoreError
+from builders import EM, KESTREL_ENTRY
 from gitmachines import (
     GitCli,
     Machine,
@@ -154,17 +155,19 @@ def test_a_file_changed_on_both_machines_is_kept_with_where_each_side_came_from(
 
 
 def test_a_merge_that_would_break_the_store_names_each_failure(pair: tuple[Machine, Machine], origin: Origin) -> None:
-    """Each side alone stays within the SPINE's 80 lines and 16,000 bytes; both together would not."""
+    """A drops the kestrel topic (file and entry); B adds two more entries for it. Each side passes
+    its checks; together both entries would point at a file that is gone."""
     a, b = pair
-    pad = "x" * 250
-    a.append("SPINE.md", "".join(f"<!-- note from A {n} {pad} -->\n" for n in range(30)))
-    b.write("SPINE.md", "".join(f"<!-- note from B {n} {pad} -->\n" for n in range(30)).encode() + b.read("SPINE.md"))
+    (a.root / "projects/kestrel.md").unlink()
+    a.write("SPINE.md", a.read("SPINE.md").replace(KESTREL_ENTRY.encode() + b"\n", b""))
+    b.append("SPINE.md", f"- [Kestrel replays](projects/kestrel.md) {EM} replays run from the snapshot.\n"
+                         f"- [Kestrel schema](projects/kestrel.md#schema) {EM} the registry's rules.\n")
     assert a.sync().pushed
     report = b.sync()
     assert report.state == "blocked" and report.integration == "blocked", report
     reason = report.reason or ""
-    assert re.fullmatch(r"the merge would break the store, so nothing was committed: \[C1\] SPINE has 84 lines "
-                        r"\(max 80\); \[C1\] SPINE is 1\d{4} bytes \(max 16000\)", reason), reason
+    assert reason.startswith("the merge would break the store, so nothing was committed: [C2] "), reason
+    assert reason.count("projects/kestrel.md") >= 1, reason
     assert len(b.repo()[b.head()].parents) == 1 and origin.head() == a.head()
 
 

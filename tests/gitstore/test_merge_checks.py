@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from builders import FIXED_NOW, healthy_store
+from builders import EM, FIXED_NOW, KESTREL_ENTRY, healthy_store
 from distilld.actions.gc import run_gc_apply
 from distilld.gitstore.merge import (
     TreeFiles,
@@ -203,8 +203,17 @@ def test_a_merge_that_would_break_the_store_is_not_committed(repo: pygit2.Reposi
     theirs = commit(repo, {**files, "SPINE.md": spine + b"".join(b"<!-- there %d -->\n" % i for i in range(room))},
                     [base.id])
     merged = merge_commits(repo, ours, theirs, base, NOW, SIGNATURE, "p1", LIMITS, Sides(), "origin/main")
-    assert merged.problems == [] and merged.store is not None and not merged.store.ok
-    assert not merged.ok and merged.commit is None
+    # Past a cap only together: merged (compaction mends it), or the machines never meet again.
+    assert merged.problems == [] and merged.store is not None and merged.store.ok and merged.commit is not None
+    assert [f.code for f in merged.store.over_caps] == ["spine-lines"]
+    # One side drops a file, the other points at it: each passes alone, the merge would not.
+    dropped = commit(repo, {p: raw for p, raw in files.items() if p != "projects/kestrel.md"} | {
+        "SPINE.md": spine.replace(KESTREL_ENTRY.encode() + b"\n", b"")}, [base.id])
+    pointed = commit(repo, {**files, "SPINE.md": spine + f"- [Replays](projects/kestrel.md) {EM} replays.\n".encode()},
+                     [base.id])
+    broken = merge_commits(repo, dropped, pointed, base, NOW, SIGNATURE, "p2", LIMITS, Sides(), "origin/main")
+    assert broken.problems == [] and broken.store is not None and not broken.store.ok
+    assert not broken.ok and broken.commit is None
 
 
 def test_one_sided_non_store_changes_and_deletions_are_taken_from_theirs(repo: pygit2.Repository,
@@ -283,12 +292,12 @@ def test_merges_of_one_repository_in_a_row_find_what_a_fresh_merge_finds(repo: p
     merge's verdict, catalog and inherited failures are those of a merge that kept nothing."""
     files = {**store_files(tmp_path), "projects/unpointed.md": b"# No SPINE line, on both machines\n"}
     spine = files["SPINE.md"]
-    room = 80 - spine.count(b"\n")
     rounds = [
         ({"ops/deploy.md": files["ops/deploy.md"] + b"- Ours: roll back.\n"},
          {"craft/testing.md": files["craft/testing.md"] + b"- Theirs: one more test.\n"}),
-        ({"SPINE.md": spine + b"".join(b"<!-- here %d -->\n" % i for i in range(room))},  # both sides: over 80 lines
-         {"SPINE.md": spine + b"".join(b"<!-- there %d -->\n" % i for i in range(room))}),
+        # ours drops the unpointed file, theirs points at it: together a pointer to a missing file
+        ({"projects/unpointed.md": None},
+         {"SPINE.md": spine + "- [Unpointed](projects/unpointed.md) \u2014 now pointed at.\n".encode()}),
         ({"ops/deploy.md": files["ops/deploy.md"] + b"- Ours: page first.\n"},
          {"ops/deploy.md": files["ops/deploy.md"] + b"- Theirs: page later.\n", "projects/unpointed.md": None}),
     ]
@@ -308,4 +317,4 @@ def test_merges_of_one_repository_in_a_row_find_what_a_fresh_merge_finds(repo: p
         assert merged.store.blocked_by == fresh.blocked_by and merged.store.inherited == fresh.inherited
         assert merged.store.resolutions == fresh.resolutions
         seen.append((merged.store.ok, bool(merged.store.inherited)))
-    assert seen[:3] == [(True, True), (False, True), (True, False)] and seen[3:] == seen[:3]
+    assert seen[:3] == [(True, True), (False, False), (True, False)] and seen[3:] == seen[:3]

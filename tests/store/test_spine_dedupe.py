@@ -81,7 +81,7 @@ def test_two_entries_leading_with_the_same_file_are_merged_in_the_first_ones_pla
            f"- [B](b/y.md) {EM} bee\n- [A again](a/x.md) + [A2](a/x-2.md) {EM} two\n").encode()
     done = merge_doubled_entries(raw, {"a/x.md"}, 400)
     assert done.raw.decode() == (f"# I\n\n- [Catalog](CATALOG.md) {EM} all.\n- [A](a/x.md) + [A2](a/x-2.md) {EM} "
-                                 f"one wrapped.; two\n- [B](b/y.md) {EM} bee\n")
+                                 f"one wrapped. two\n- [B](b/y.md) {EM} bee\n")
     assert done.merged == ["a/x.md"] and done.details == {}
 
 
@@ -92,3 +92,18 @@ def test_check_notes_a_pointer_on_two_entries(tmp_path: Path) -> None:
     notes = [f.message for f in found if f.code == "pointer-on-two-entries"]
     assert len(notes) == 1 and "projects/kestrel.md" in notes[0] and notes[0].endswith("merge them into one")
     assert all(f.severity == "note" for f in found if f.code == "pointer-on-two-entries")
+
+
+def test_two_versions_of_one_hook_share_their_common_words_once() -> None:
+    """Both machines lengthened one entry: its start and its "Read when" ending are written once,
+    each machine's own sentences between them (issue 23, item 11: Index detail stays flat)."""
+    ours = (f"- [Ibis](projects/ibis.md) {EM} ibis service notes. b11 cutover rule 6909. a79 owner rule 3654. "
+            "Read when working on ibis.")
+    theirs = (f"- [Ibis](projects/ibis.md) {EM} ibis service notes. b11 cutover rule 6909. b104 replay rule 6485. "
+              "Read when working on ibis.")
+    raw = f"# I\n\n- [Catalog](CATALOG.md) {EM} all.\n{ours}\n{theirs}\n".encode()
+    done = merge_doubled_entries(raw, {"projects/ibis.md"}, 400)
+    assert done.raw.decode().splitlines()[-1] == (
+        f"- [Ibis](projects/ibis.md) {EM} ibis service notes. b11 cutover rule 6909. a79 owner rule 3654. "
+        "b104 replay rule 6485. Read when working on ibis.")
+    assert done.raw.decode().count("ibis service notes") == 1

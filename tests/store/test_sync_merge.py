@@ -176,8 +176,13 @@ def test_a_merge_with_a_new_failure_is_blocked_but_an_inherited_one_is_not(tmp_p
     over = "".join(f"<!-- {n} -->\n" for n in range(30)).encode()
     ours = {**base, "SPINE.md": base["SPINE.md"] + over}
     theirs = {**base, "SPINE.md": over.replace(b"-->", b"theirs -->") + base["SPINE.md"]}
-    blocked = merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW, LIMITS)
-    assert not blocked.ok and blocked.blocked_by[0].code == "spine-lines"
+    # Growth of both sides past a cap is no reason to stay apart for good: merged, and said.
+    grown = merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW, LIMITS)
+    assert grown.ok and [f.code for f in grown.over_caps] == ["spine-lines"]
+    assert any("the next compaction" in r for r in grown.resolutions), grown.resolutions
+    marked = {**theirs, "craft/testing.md": base["craft/testing.md"] + b"<<<<<<< HEAD\n- a\n=======\n- b\n>>>>>>> x\n"}
+    blocked = merge_stores(BytesFiles(base), BytesFiles(base), BytesFiles(marked), FIXED_NOW, LIMITS)
+    assert not blocked.ok and blocked.blocked_by[0].code == "conflict-markers"
     # A breach both sides already had does not block a merge that adds none.
     big = over * 3
     base2 = {**base, "SPINE.md": base["SPINE.md"] + big}

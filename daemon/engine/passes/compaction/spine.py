@@ -116,6 +116,9 @@ class SpineCompactor:
         self.line_ceiling = min(limits.max_lines, limits.migrate_max_lines)
         self.reasons: list[str] = []
         self.reasons_lines: list[str] = []
+        # Entries cut before keep their hook while the SPINE fits its caps without cutting them
+        # again: each cut repeats the words the last one kept in Index detail.
+        self.spare_recuts = True
 
     # 1. bytes -----------------------------------------------------------------------------
     def _ladder(self, entry: Entry, natural: int, cache: dict[tuple[int, int], str]) -> list[Rung]:
@@ -128,10 +131,15 @@ class SpineCompactor:
         whole = Rung(natural, _worth(entry.current(), weights), None)
         low = max(limits.entry_target_bytes, floor_of(entry, self.floor))
         high = min(natural, limits.entry_max_bytes)
-        if natural > limits.entry_max_bytes and self.cut_before(entry):
-            high = low
-        if natural <= low or (natural <= limits.entry_max_bytes and self.target_full(entry)):
-            return [whole]
+        again = self.cut_before(entry)
+        if natural > limits.entry_max_bytes and again:
+            # Every cut appends the whole hook (C4 wants it verbatim), the part an earlier cut
+            # left included: cut to the floor, so that those repeated bytes are few and the room
+            # to grow is large (issue 23, item 11: the share of Index detail stays flat).
+            high = low = floor_of(entry, self.floor)
+        within = natural <= limits.entry_max_bytes
+        if natural <= low or within and (self.target_full(entry) or again and self.spare_recuts):
+            return [whole]  # a cut-before entry within its cap is cut for the byte target only if need be
         rungs: list[Rung] = []
         for limit in [*range(low, high, LADDER_STEP), high]:
             text = cache.get((entry.key, limit))
@@ -169,6 +177,10 @@ class SpineCompactor:
             entry.text, entry.limit = None, None
         ladders = {entry.key: self._ladder(entry, natural[entry.key], cache) for entry in self.movable}
         goal = limits.compact_at_bytes
+        self._allocate(self.byte_ceiling, natural, ladders)
+        if self.model.size > self.byte_ceiling:
+            self.spare_recuts = False
+            ladders = {entry.key: self._ladder(entry, natural[entry.key], cache) for entry in self.movable}
         self._allocate(goal, natural, ladders)
         if self.byte_ceiling > goal and self.model.findability() is not None:
             at_target = self.model.score()
