@@ -26,10 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import structlog
-import structlog.tracebacks
-
 from .store.fs import atomic_write
+
+# structlog is imported where it is used: most one-shot commands never log, and it costs ~50 ms to load.
 
 # stdlib level -> sd-daemon priority prefix, so `journalctl -p warning` works under systemd.
 _JOURNAL_PRIORITY = {"critical": 2, "error": 3, "warning": 4, "info": 6, "debug": 7}
@@ -54,15 +53,21 @@ def _render_journal(_: Any, __: str, event: dict[str, Any]) -> str:
     return f"{prefix}{message} {rest}".rstrip()
 
 
-# Tracebacks as data without frame locals: a local may hold a token or a key path from the
-# settings, and the JSON log is kept for days (dict_tracebacks keeps every local by default).
-_dict_tracebacks = structlog.processors.ExceptionRenderer(
-    structlog.tracebacks.ExceptionDictTransformer(show_locals=False))
+def _dict_tracebacks() -> Any:
+    """Tracebacks as data without frame locals: a local may hold a token or a key path from the
+    settings, and the JSON log is kept for days (dict_tracebacks keeps every local by default).
+    Built on demand: structlog.tracebacks pulls in rich-traceback machinery a command never uses."""
+    import structlog
+    import structlog.tracebacks
+
+    return structlog.processors.ExceptionRenderer(structlog.tracebacks.ExceptionDictTransformer(show_locals=False))
 
 
 def configure_logging(json_path: Path | None, level: str = "info", console: str = "auto",
                       max_bytes: int = 1_000_000, backups: int = 5) -> None:
     """Route structlog and stdlib records (apscheduler, watchdog) through one processor chain."""
+    import structlog
+
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_logger_name,
@@ -90,14 +95,14 @@ def configure_logging(json_path: Path | None, level: str = "info", console: str 
         file_handler.setFormatter(structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                        _dict_tracebacks,
+                        _dict_tracebacks(),
                         structlog.processors.JSONRenderer()]))
         root.addHandler(file_handler)
     mode = console_mode(console)
     if mode != "off":
         renderers: dict[str, list[Any]] = {
             "journal": [_journal_prefix, structlog.processors.format_exc_info, _render_journal],
-            "json": [_dict_tracebacks, structlog.processors.JSONRenderer()],
+            "json": [_dict_tracebacks(), structlog.processors.JSONRenderer()],
             # Plain tracebacks: never print local variables, which may hold credentials.
             "plain": [_PlainRenderer()],
         }
@@ -119,6 +124,8 @@ class _PlainRenderer:
     variables, which may hold credentials."""
 
     def __init__(self) -> None:
+        import structlog
+
         self._console = structlog.dev.ConsoleRenderer(colors=False,
                                                       exception_formatter=structlog.dev.plain_traceback)
 
@@ -142,16 +149,34 @@ def console_mode(console: str) -> str:
     return "plain" if sys.stderr.isatty() else "off"
 
 
+class _LazyLogger:
+    """A named logger that imports and binds structlog at its first record, not at the import of
+    the module holding it: most one-shot commands never log, and structlog costs ~50 ms to load."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._logger: Any = None
+
+    def __getattr__(self, attribute: str) -> Any:
+        if self._logger is None:
+            import structlog
+
+            if not structlog.is_configured():
+                _configure_for_a_command()
+            self._logger = structlog.get_logger(self._name)
+        return getattr(self._logger, attribute)
+
+
 def get_logger(name: str = "distilld") -> Any:
-    if not structlog.is_configured():
-        _configure_for_a_command()
-    return structlog.get_logger(name)
+    return _LazyLogger(name)
 
 
 def _configure_for_a_command() -> None:
     """Until the daemon sets up its logs (configure_logging), records go to stderr, warnings and
     worse only: structlog's own default prints every record on stdout, which would corrupt a
     command's output (its --json document). A command says what it did on stderr itself."""
+    import structlog
+
     structlog.configure(
         processors=[structlog.processors.add_log_level,
                     structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)],

@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from bench_retrieval import Entry, queries_for, spine_entries, tier_files  # noqa: E402
+from retrieval_measure import SpineEntries, build_queries, spine_entries, tier_files  # noqa: E402
 from benchutil import header, load_average, ms, row, run_call  # noqa: E402
 
 from distilld.actions.migrate import run_migrate  # noqa: E402
@@ -68,18 +68,22 @@ def families(root: Path) -> dict[str, set[str]]:
     return found
 
 
-def spine_ranks(entries: list[Entry], queries: list[str]) -> list[list[int]]:
+def queries_for(files: dict[str, bytes]) -> list[tuple[str, str, str]]:
+    return [(q.path, q.kind, q.text) for q in build_queries(files)]
+
+
+def spine_ranks(entries: SpineEntries, queries: list[str]) -> list[list[int]]:
     import bm25s
 
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize([e.text for e in entries], stopwords="en", show_progress=False), show_progress=False)
+    retriever.index(bm25s.tokenize(entries.texts, stopwords="en", show_progress=False), show_progress=False)
     out = []
     for query in queries:
         tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
         if not tokens.vocab:
             out.append([])
             continue
-        results, _ = retriever.retrieve(tokens, k=min(3, len(entries)), show_progress=False)
+        results, _ = retriever.retrieve(tokens, k=min(3, len(entries.texts)), show_progress=False)
         out.append([int(i) for i in results[0]])
     return out
 
@@ -114,7 +118,7 @@ def findability(base: Path, stores: int) -> None:
             right = family.get(path, {path})
             answer = find_answer(index, query, 5)
             got = [r["path"] for r in answer["results"]]
-            entry_right = {i for i, e in enumerate(entries) if e.paths & right}
+            entry_right = {i for i, paths in enumerate(entries.paths) if paths & right}
             tally = tallies[kind]
             tally[0] += 1
             tally[1] += bool(got[:1] and got[0] in right)
@@ -122,7 +126,7 @@ def findability(base: Path, stores: int) -> None:
             tally[3] += bool(ranked[:1] and ranked[0] in entry_right)
             tally[4] += bool(set(ranked[:3]) & entry_right)
             tally[5] += bool(set(got) & right)
-        vocabulary = {w.lower() for text in files.values() for w in text.split()}
+        vocabulary = {w.lower() for text in files.values() for w in text.decode("utf-8", "replace").split()}
         common = sorted(w for w in vocabulary if w.isalpha() and len(w) > 4)
         rng = random.Random(seed)
         for _ in range(30):
