@@ -46,7 +46,9 @@ from .text import (
     lines_with_endings,
     sha256_hex,
     sha256_norm_hex,
+    shown,
     unescape_free_text,
+    whole_lines,
 )
 
 
@@ -246,6 +248,10 @@ class _Merger:
     def ledger(self) -> Ledger | None:
         ours, theirs = self.ours.get(LEDGER), self.theirs.get(LEDGER)
         if ours != theirs:
+            # A last line without its line break is a write that never finished: sorted in among
+            # the other machine's lines, it would become a whole, malformed line for good.
+            ours = self.without_torn_tail(ours, self.sides.local)
+            theirs = self.without_torn_tail(theirs, self.sides.remote)
             merged = merge_ledgers(ours or b"", theirs or b"", self.base.get(LEDGER))
             self.set(LEDGER, merged)
             self.touched.add(LEDGER)
@@ -253,6 +259,13 @@ class _Merger:
                 self.result.resolutions.append(f"{LEDGER}: union of both sides' lines, sorted by stamp")
         raw = self.view.get(LEDGER)
         return parsed_ledger(raw) if raw is not None else None
+
+    def without_torn_tail(self, raw: bytes | None, side: str) -> bytes | None:
+        whole = whole_lines(raw) if raw is not None else None
+        if raw is not None and whole != raw:
+            self.result.resolutions.append(f"{LEDGER}: the {side} copy's last line has no line break (a write "
+                                           f"that never finished), left out: {shown(raw[len(whole or b''):])}")
+        return whole
 
     # -- the tree agrees with the ledger's last event per path --------------------------
     def agree_with(self, ledger: Ledger) -> None:

@@ -29,12 +29,28 @@ def test_two_machines_compacting_converge_without_markers_or_duplicates(
     assert figures.refusals > 0, report  # the passes on the marked machine refused
     assert figures.duplicate_entries == 0, report
     assert figures.duplicate_details == 0, report
-    # flat: each hook word written lands in Index detail about once or twice (a cut appends the
-    # whole hook), not once per pass; and the share moves by points, not by multiples
-    assert figures.detail_bytes <= 2.5 * figures.hook_bytes, report
-    assert figures.share_last <= figures.share_first + 0.1, report
+    # flat: each hook word written lands in Index detail about once (a cut appends the whole
+    # hook), not once per pass; and the share moves by points, not by multiples
+    assert figures.detail_bytes <= 1.5 * figures.hook_bytes, report
+    assert figures.share_last <= figures.share_first + 0.05, report
     assert figures.problems == [], report
     assert failures(soak.a.root) == [] and failures(soak.b.root) == []
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_a_long_soak_never_leaves_the_machines_apart(tmp_path: Path, origin: Origin, git: GitCli, seed: int) -> None:
+    """60 rounds: writers on both machines push one tier file or one entry past its cap only
+    together, and a merge that blocked on that kept the machines apart for good (these seeds lost
+    writer lines on the clone left behind). Index detail stays near one byte per hook byte."""
+    soak = Soak(tmp_path, origin, git, rounds=60, seed=seed)
+    figures = soak.run()
+    report = "\n".join(figures.lines())
+
+    assert figures.identical and figures.lines_lost == 0, report
+    assert figures.duplicate_entries == 0 and figures.duplicate_details == 0, report
+    assert figures.detail_bytes <= 1.8 * figures.hook_bytes, report
+    assert figures.problems == [], report
 
 
 def test_a_split_rolled_back_under_a_writer_never_syncs_a_pointer_to_a_missing_child(

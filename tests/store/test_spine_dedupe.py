@@ -107,3 +107,28 @@ def test_two_versions_of_one_hook_share_their_common_words_once() -> None:
         f"- [Ibis](projects/ibis.md) {EM} ibis service notes. b11 cutover rule 6909. a79 owner rule 3654. "
         "b104 replay rule 6485. Read when working on ibis.")
     assert done.raw.decode().count("ibis service notes") == 1
+
+
+def test_an_entry_the_merge_makes_longer_than_the_cap_is_cut_and_its_hook_kept(tmp_path: Path) -> None:
+    """One machine lengthened the kestrel hook, the other gave the entry a second pointer: each
+    within the cap, the merged entry not. The merge cuts it as compaction would (its whole hook
+    to kestrel's Index detail) instead of failing C1 on every sync to come."""
+    ours_hook = "Kestrel ingest pipeline (Kafka to Parquet); " + " ".join(
+        f"late event rule k{n} goes to quarantine." for n in range(7)) + " Read when working in the kestrel repo."
+    ours = f"- [Kestrel](projects/kestrel.md) {EM} {ours_hook}"
+    theirs = (f"- [Kestrel](projects/kestrel.md) + [Deploy runbook](ops/deploy.md) {EM} Kestrel ingest, "
+              "replays from the nightly snapshot. " + " ".join(f"replay rule r{n} runs at night." for n in range(7))
+              + " Read when working in the kestrel repo.")
+    assert len(ours.encode()) <= LIMITS.spine.entry_max_bytes and len(theirs.encode()) <= LIMITS.spine.entry_max_bytes
+    _, merged = both_edit(tmp_path, theirs, ours)  # the remote's lengthened hook, our extra pointer
+
+    spine = Spine(merged["SPINE.md"])
+    [kestrel] = [e for e in spine.entries if "projects/kestrel.md" in e.pointers]
+    assert kestrel.byte_len <= LIMITS.spine.entry_max_bytes, kestrel.joined
+    assert "ops/deploy.md" in kestrel.pointers
+    detail = merged["projects/kestrel.md"].decode()
+    assert "## Index detail" in detail
+    assert (words(ours) | words(theirs)) <= words(kestrel.joined) | words(detail)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert [f.message for f in check_store(snapshot_from_files(empty, merged), LIMITS) if f.severity == "fail"] == []

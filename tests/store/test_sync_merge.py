@@ -713,3 +713,18 @@ def test_an_evidence_twin_both_machines_created_keeps_the_lines_of_both_once(tmp
     # are never matched up), and both log lines, theirs first.
     assert merged.startswith(head + b"- 2026-11-28 observe: theirs\n") and merged.count(b"evidence_for") == 1
     assert merged.endswith(b"\n- 2026-11-29 observe: ours\n")
+
+
+def test_a_torn_last_ledger_line_of_either_side_is_left_out_of_the_merge(tmp_path: Path) -> None:
+    """A ledger line cut off by a full disk has no line break: a write that never happened. Sorted
+    in among the other machine's lines it would become a whole, malformed line for good."""
+    base = store_files(healthy_store(tmp_path / "base").root)
+    torn = b"- 2026-11-30T11:00:00Z restore | from: archive/projects/marlin.md | to: projects/marlin.md | sha256"
+    ours = {**base, "archive/LEDGER.md": base["archive/LEDGER.md"] + torn,
+            "ops/deploy.md": base["ops/deploy.md"] + b"- ours\n"}
+    theirs = {**base, "craft/testing.md": base["craft/testing.md"] + b"- theirs\n"}
+    result = merge_stores(BytesFiles(base), BytesFiles(ours), BytesFiles(theirs), FIXED_NOW, LIMITS)
+    assert result.ok, result.blocked_by
+    merged = merged_tree(ours, result)
+    assert merged["archive/LEDGER.md"] == base["archive/LEDGER.md"]
+    assert any("last line has no line break" in r and "sha256" in r for r in result.resolutions), result.resolutions

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from builders import EM, FIXED_NOW, KESTREL_ENTRY, healthy_store
 from distilld.actions.compaction import run_compaction
-from distilld.store.index_detail import hooks_not_held, index_detail_text
+from distilld.store.index_detail import hooks_not_held, index_detail_text, was_cut_before
 from distilld.policy import load_policy
 
 POLICY = load_policy()
@@ -89,3 +89,13 @@ def test_an_entry_cut_before_is_cut_to_the_entry_target_so_new_words_do_not_rese
     third = run_compaction(b.root, POLICY, lambda: FIXED_NOW)
 
     assert third.ok and detail_sections(b.root) == sections  # room to grow: no cut, no further copy
+
+
+def test_an_earlier_cut_is_known_whatever_the_case_of_its_first_letter() -> None:
+    """A shortened hook opens with a capital where the writer's did not ("wren service notes" ->
+    "Wren service notes"): it is the same entry's earlier cut, so it is cut again to the floor, not
+    copied whole once more."""
+    held = "wren service notes. b16 alerts owner cutover rule 2720. a12 retention quota cutover rule 9723."
+    files = {"projects/wren.md": f"# Wren\n\n## Index detail (moved from SPINE 2026-11-01)\n\n{held}\n".encode()}
+    assert was_cut_before(files, "projects/wren.md", "W" + held[1:] + " b23 budget rule 8386.")
+    assert not was_cut_before(files, "projects/wren.md", "Heron service notes: heron queue rules, heron replay rules.")
