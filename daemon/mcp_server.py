@@ -16,6 +16,7 @@ The server writes nothing in the store; its index lives in distilld's state fold
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +57,10 @@ def _answer(work: Any, *args: Any) -> dict[str, Any]:
         raise ToolError(str(error)) from None
 
 
-def build_server(store: Path) -> MCPServer:
-    index = SearchIndex(store, recheck_after=RECHECK_SECONDS)
+def build_server(store: Path, changes: Callable[[], int | None] | None = None) -> MCPServer:
+    """``changes``: a count of the store's changes (a watch): while it stands still, an answer
+    checks no file's stamp."""
+    index = SearchIndex(store, recheck_after=RECHECK_SECONDS, changes=changes)
     server = MCPServer("distilld", version=__version__, instructions=INSTRUCTIONS)
 
     def spine() -> dict[str, Any]:
@@ -85,4 +88,10 @@ def build_server(store: Path) -> MCPServer:
 
 
 def serve(store: Path) -> None:
-    build_server(store).run("stdio")
+    from .runtime.change_counter import ChangeCounter  # watchdog: only the server needs it
+
+    counter = ChangeCounter(Path(store).expanduser().resolve()).start()
+    try:
+        build_server(store, counter.count).run("stdio")
+    finally:
+        counter.stop()

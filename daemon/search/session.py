@@ -13,6 +13,7 @@ import os
 import sqlite3
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from .index import SCHEMA, create_schema, read_meta, update_index
 
 INDEX_NAME = "search.sqlite3"
 ATTEMPTS = 3
+WATCHED_RECHECK_SECONDS = 60.0  # with a watch, every file is still checked this often: a safety net
 
 
 class StoreChanging(DistilldError):
@@ -52,7 +54,8 @@ def _connect(path: Path) -> sqlite3.Connection:
 class SearchIndex:
     """One store's index, reopened or rebuilt as needed; ``current()`` before every answer."""
 
-    def __init__(self, store: Path, path: Path | None = None, recheck_after: float = 0.0) -> None:
+    def __init__(self, store: Path, path: Path | None = None, recheck_after: float = 0.0,
+                 changes: Callable[[], int | None] | None = None) -> None:
         self.root = Path(store).expanduser().resolve()
         if not self.root.is_dir():
             raise DistilldError(f"{store}: no such store directory (pass the store's folder)")
@@ -66,6 +69,10 @@ class SearchIndex:
         self._folders: tuple[tuple[int, int], ...] = ()
         self._folder_names: tuple[str, ...] = ()
         self._folders_key = ""
+        # A count of the store's changes (runtime/change_counter.py, for a server): while it has
+        # not moved since the last full check, nothing in the store has, and no file is stat'ed.
+        self.changes = changes
+        self._changes_seen: int | None = None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -129,10 +136,16 @@ class SearchIndex:
         long-running server) and checked them that long ago or less: then the folders' stamps
         and SPINE.md's and CATALOG.md's are checked (every add, removal, rename or atomic save
         moves one), and an edit in place of a tier file is seen within ``recheck_after``."""
+        seen = self.changes() if self.changes is not None else None
+        if self._last is not None and seen is not None and seen == self._changes_seen \
+                and time.monotonic() - self._checked_at < WATCHED_RECHECK_SECONDS \
+                and self._same_file() and self._unchanged_meta(self._last):
+            return self._last
         if self._last is not None and time.monotonic() - self._checked_at < self.recheck_after \
                 and self._same_file() and folder_stamps(self.root, self._folder_names) == self._folders \
                 and self._unchanged_meta(self._last):
             return self._last
+        self._changes_seen = seen  # read before the scan: a change during it is seen next time
         for _ in range(ATTEMPTS):
             folders = folder_stamps(self.root, self._folder_names) if self.recheck_after else ()
             state = store_state(self.root)

@@ -102,6 +102,7 @@ def build_queries(files: dict[str, bytes]) -> list[Query]:
     quoted = {p: QUOTED_RE.findall(b) for p, (_, b) in parsed.items()}
     spread_ident: Counter[str] = Counter(i for found in idents.values() for i in found)
     spread_word: Counter[str] = Counter(w for found in words.values() for w in found)
+    spread_quote: Counter[str] = Counter(q for found in quoted.values() for q in set(found))
     out = []
     for path, (title, _) in parsed.items():
         out.append(Query(path, "title", title))
@@ -110,8 +111,10 @@ def build_queries(files: dict[str, bytes]) -> list[Query]:
         rare = sorted((w for w in words[path] if spread_word[w] <= 2), key=lambda w: (spread_word[w], -words[path][w], w))
         if len(rare) >= 2:
             out.append(Query(path, "rare", " ".join(rare[:3])))
-        if quoted[path]:
-            out.append(Query(path, "quoted", quoted[path][0]))
+        # rare, as the other kinds are: an error string that most files quote names none of them
+        rare_quotes = [q for q in quoted[path] if spread_quote[q] <= 2]
+        if rare_quotes:
+            out.append(Query(path, "quoted", rare_quotes[0]))
     return out
 
 

@@ -1,0 +1,67 @@
+"""The server's index and the store's watch (issue 25, speed): while no event came, an answer
+checks no file's stamp; an edit in place of a tier file is found on a later query; with no watch
+running, every file is checked as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import distilld.search.session as session
+import pytest
+from builders import healthy_store
+from distilld.runtime.change_counter import ChangeCounter
+from distilld.search.answers import find_answer
+from distilld.search.session import SearchIndex
+from waiting import wait_for
+
+
+def paths_found(answer: dict[str, object]) -> list[str]:
+    return [r["path"] for r in answer["results"]]  # type: ignore[index,union-attr]
+
+
+def counting_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    scans: list[int] = []
+    real = session.store_state
+
+    def counted(root: Path):  # type: ignore[no-untyped-def]
+        scans.append(1)
+        return real(root)
+
+    monkeypatch.setattr(session, "store_state", counted)
+    return scans
+
+
+def test_with_a_watch_a_quiet_store_is_not_scanned_and_an_edit_in_place_is_found(
+        tmp_path: Path, distilld_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    store = healthy_store(tmp_path / "store").root
+    counter = ChangeCounter(store).start()
+    try:
+        assert counter.count() is not None
+        scans = counting_scans(monkeypatch)
+        index = SearchIndex(store, changes=counter.count)  # no time-based skip: only the watch spares a scan
+        assert paths_found(find_answer(index, "schema registry"))[0] == "projects/kestrel.md"
+        first = len(scans)
+        for _ in range(5):
+            find_answer(index, "schema registry")
+        assert len(scans) == first  # nothing changed: no file was stat'ed again
+
+        with open(store / "ops/deploy.md", "a", encoding="utf-8") as handle:  # in place: no folder moves
+            handle.write("- The zanzibarquux canary gates every rollout.\n")
+        found = wait_for(lambda: paths_found(find_answer(index, "zanzibarquux")) or None, 30,
+                         "the edit found through the watch")
+        assert found[0] == "ops/deploy.md" and len(scans) > first
+    finally:
+        counter.stop()
+
+
+def test_without_a_running_watch_every_call_checks_the_files(
+        tmp_path: Path, distilld_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    store = healthy_store(tmp_path / "store").root
+    counter = ChangeCounter(store)  # never started
+    assert counter.count() is None
+    scans = counting_scans(monkeypatch)
+    index = SearchIndex(store, changes=counter.count)
+    find_answer(index, "schema registry")
+    first = len(scans)
+    find_answer(index, "schema registry")
+    assert len(scans) > first
