@@ -20,7 +20,7 @@ from ..errors import LockHeld
 from ..log import get_logger, utc_stamp
 from ..store.budget import BudgetReport
 from ..store.paths import CATALOG
-from .jobs import LOCK_RECHECK_SECONDS, JobEnv, PassResult, listing, plural, release_lock
+from .jobs import JobEnv, PassResult, listing, plural, release_lock
 from .store_git import CommitOutcome
 
 log = get_logger("distilld.jobs")
@@ -105,7 +105,7 @@ def _wait_later(env: JobEnv, state: LockState) -> PassResult:
     env.note_waiting(state, "follow")
     env.wants_release = True
     if env.schedule is not None:
-        env.schedule.once("follow", LOCK_RECHECK_SECONDS, "lock-recheck")
+        env.schedule.once("follow", env.policy.lock.waiting_recheck_seconds, "lock-recheck")
     return PassResult(True, f"waiting: lock held by {state.owner} for {state.age} s")
 
 
@@ -223,7 +223,7 @@ def commit_changes(env: JobEnv, trigger: str) -> CommitOutcome | None:
                            commit=result.sha, paths=list(result.paths))
         after_commit(env)
     elif result.busy and env.schedule is not None:
-        env.schedule.once("follow", LOCK_RECHECK_SECONDS, "git-busy")
+        env.schedule.once("follow", env.policy.lock.waiting_recheck_seconds, "git-busy")
     for note in result.skipped:
         if note not in env._commit_notes:
             env.activity.write(f"commit: {note}")

@@ -11,7 +11,7 @@ from ..engine.recovery import interrupted_passes
 from ..errors import DistilldError, LockHeld
 from ..log import get_logger, utc_stamp
 from .follow_job import follow, reconcile
-from .jobs import LOCK_RECHECK_SECONDS, JobEnv, PassResult, Stopping
+from .jobs import JobEnv, PassResult, Stopping
 from .scheduled_jobs import compaction, lifecycle_pass, report, sync
 
 log = get_logger("distilld.jobs")
@@ -41,7 +41,7 @@ def run_job(env: JobEnv, job: str, trigger: str) -> PassResult:
     except LockHeld as held:  # a distiller started between our look and our lock: later
         result = PassResult(True, f"waiting: {held}")
         if env.schedule is not None:
-            env.schedule.once(job, LOCK_RECHECK_SECONDS, "lock-recheck")
+            env.schedule.once(job, env.policy.lock.waiting_recheck_seconds, "lock-recheck")
     except DistilldError as error:
         result = PassResult(False, str(error))
     except Exception as error:  # a bug in one pass must not stop the daemon

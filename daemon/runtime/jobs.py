@@ -29,11 +29,6 @@ from .store_git import StoreGit
 from .watch_paths import scan_shared
 from .watcher import StoreWatcher
 
-# How long a follow that found the lock held waits before looking again, in case the release
-# event is missed (the watcher normally reports the release at once).
-LOCK_RECHECK_SECONDS = 30.0
-
-
 class Stopping(Exception):
     """The daemon is shutting down: the job ends after the step it was in."""
 
