@@ -99,16 +99,6 @@ def temp_owner_pid(name: str) -> int | None:
     return None
 
 
-def _exited(pid: int) -> bool:
-    """A zombie has exited: its parent (a supervisor that has not reaped it yet) keeps only its
-    pid, and the files it left are as dead as it is."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[-1].split()[0] == b"Z"
-    except (OSError, IndexError):
-        return False
-
-
 def sweep_temp_files(*folders: Path) -> list[Path]:
     """Remove the temp files of dead processes under ``folders`` (never into .git or through a
     link); returns what was removed."""
@@ -123,7 +113,7 @@ def sweep_temp_files(*folders: Path) -> list[Path]:
             # Every temp name is hidden: most files end here. Sorted, so a sweep is the same each time.
             for name in sorted(n for n in filenames if n.startswith(".")):
                 pid = temp_owner_pid(name)
-                if pid is None or pid == os.getpid() or (pid_alive(pid) and not _exited(pid)):
+                if pid is None or pid == os.getpid() or pid_alive(pid):
                     continue
                 path = Path(directory, name)
                 try:

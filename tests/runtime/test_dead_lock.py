@@ -5,6 +5,8 @@ under `stuck:`."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -21,6 +23,7 @@ from distilld.runtime.jobs import JobEnv
 from distilld.runtime.store_git import StoreGit
 from distilld.settings import load_settings
 from hostile import dead_pid
+from waiting import wait_for
 
 LATER = datetime(2028, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -63,6 +66,20 @@ def test_a_fresh_lock_of_a_dead_owner_is_abandoned_and_one_of_a_live_owner_held(
     state = lock_status(tmp_path)
     assert (state.kind, state.alive) == (LockStateKind.HELD, None)  # cannot tell: the stale period rules
     assert "another machine" in (state.liveness or "")
+
+
+def test_a_lock_whose_owner_is_an_unreaped_zombie_is_abandoned(tmp_path: Path) -> None:
+    # A killed daemon its supervisor has not reaped yet keeps its pid: it runs no more all the same.
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        wait_for(lambda: Path(f"/proc/{child.pid}/stat").read_bytes().rsplit(b")", 1)[-1].split()[0] == b"Z",
+                 timeout=30, what="the child to exit unreaped")
+        write_lock(tmp_path, host_owner(child.pid), int(time.time()))
+        state = lock_status(tmp_path)
+        assert (state.kind, state.alive) == (LockStateKind.ABANDONED, False), state
+        assert not state.blocks
+    finally:
+        child.wait()
 
 
 def test_follow_takes_a_dead_daemons_lock_over_at_once_and_says_its_owner_no_longer_runs(env: JobEnv) -> None:

@@ -28,9 +28,19 @@ def _process_start_epoch(pid: int) -> float | None:
         return None
 
 
+def _is_zombie(pid: int) -> bool:
+    """A zombie has exited: its parent (a supervisor slow to reap it) keeps only its pid, and the
+    lock and files it left are as dead as it is."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[-1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False  # no /proc (macOS) or the process just went: kill(0) already answered
+
+
 def pid_alive(pid: int) -> bool:
-    """Does process ``pid`` of this machine run (someone else's counts)? A pid below 1 is never
-    judged dead."""
+    """Does process ``pid`` of this machine run (someone else's counts; a zombie does not)? A pid
+    below 1 is never judged dead."""
     if pid <= 0:
         return True
     try:
@@ -39,7 +49,7 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _is_zombie(pid)
 
 
 @dataclass(frozen=True)
