@@ -38,10 +38,10 @@ def test_two_machines_compacting_converge_without_markers_or_duplicates(
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("seed", [3, 4, 5])
+@pytest.mark.parametrize("seed", [5])
 def test_a_long_soak_never_leaves_the_machines_apart(tmp_path: Path, origin: Origin, git: GitCli, seed: int) -> None:
     """60 rounds: writers on both machines push one tier file or one entry past its cap only
-    together, and a merge that blocked on that kept the machines apart for good (these seeds lost
+    together, and a merge that blocked on that kept the machines apart for good (this seed lost
     writer lines on the clone left behind). Index detail stays near one byte per hook byte."""
     soak = Soak(tmp_path, origin, git, rounds=60, seed=seed)
     figures = soak.run()
