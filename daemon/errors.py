@@ -5,11 +5,13 @@ The CLI maps each class to an exit code; nothing else in the package returns err
 
 from __future__ import annotations
 
+from .exits import ALREADY_RUNNING, BAD_SETTINGS, NOT_RUNNING, STORE_UNSAFE, USAGE
+
 
 class DistilldError(Exception):
-    """Base class: the message names the file and says what to do. Exit codes: cli/exits.py."""
+    """Base class: the message names the file and says what to do. Exit codes: exits.py, the one table."""
 
-    exit_code = 2
+    exit_code = USAGE
     file: str | None = None  # the file the message is about, when there is one (JSON errors say it)
 
     def __init__(self, *args: object, file: object = None) -> None:
@@ -22,7 +24,7 @@ class StoreRefused(DistilldError):
     """The store cannot be changed safely as it is (an unreadable SPINE or ledger, a pending
     migration, a crash the recovery cannot explain): nothing was written."""
 
-    exit_code = 6
+    exit_code = STORE_UNSAFE
 
 
 class StoreError(DistilldError):
@@ -31,13 +33,15 @@ class StoreError(DistilldError):
 
 class PolicyError(DistilldError):
     """A policy file is missing, unreadable or invalid: bad settings, 78, as for config.toml, so
-    the service manager does not restart a daemon that cannot start with it (issue 27)."""
+    the service manager does not restart a daemon that cannot start with it."""
 
-    exit_code = 78
+    exit_code = BAD_SETTINGS
 
 
 class LockError(DistilldError):
-    """Base class for the store lock (.lock, STORE-FORMAT.md section 2.2)."""
+    """Base class for the store lock (.lock, STORE-FORMAT.md section 2.2). Its exceptions carry
+    the lock script's own exit codes (the protocol fixes them); the command line maps them to
+    the table's (exits.py: LOCK_HELD, LOCK_LOST)."""
 
 
 class LockUsageError(LockError, ValueError):
@@ -74,19 +78,19 @@ class ConfigError(DistilldError):
     """The machine-local settings are invalid. 78 is EX_CONFIG: the service manager does not
     restart a daemon that exits with it (RestartPreventExitStatus=78)."""
 
-    exit_code = 78
+    exit_code = BAD_SETTINGS
 
 
 class AlreadyRunning(DistilldError):
     """Another distilld process already follows this store (its instance lock is held)."""
 
-    exit_code = 5
+    exit_code = ALREADY_RUNNING
 
 
 class NotRunning(DistilldError):
     """No distilld process follows this store; 3 is the LSB code for "not running"."""
 
-    exit_code = 3
+    exit_code = NOT_RUNNING
 
 
 class UnsafeStore(StoreError):

@@ -19,7 +19,7 @@ from builders import FIXED_NOW, healthy_store
 from click.testing import CliRunner
 from distilld.actions.new import INSTALLER_SPINE
 from distilld.cli import cli, main
-from distilld.cli.exits import EXIT_CODES, exit_table_markdown
+from distilld.exits import EXIT_CODES, exit_table_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -284,13 +284,14 @@ def test_init_still_adopts_and_says_how_to_create(capsys: pytest.CaptureFixture[
 
 def test_commands_register_in_the_table_with_their_module_and_their_own_summary() -> None:
     ctx = click.Context(cli)
-    modules = {module for module, _ in cli_module.COMMAND_TABLE.values()}
+    table = cli_module.command_table()  # the CLI's own commands and the registered passes' ones
+    modules = {module for module, _ in table.values()}
     declared = {}
     for module in modules:
-        for command in __import__(f"distilld.cli.{module}", fromlist=["COMMANDS"]).COMMANDS:
+        for command in cli_module.module_commands(module):
             declared[command.name] = (module, " ".join((command.help or "").partition("\n\n")[0].split()))
-    assert declared == cli_module.COMMAND_TABLE  # every command listed once, under its module, with its words
-    for name in cli_module.COMMAND_TABLE:
+    assert declared == table  # every command listed once, under its module, with its words
+    for name in table:
         assert cli.get_command(ctx, name) is not None
 
 
@@ -304,10 +305,10 @@ def loaded_command_modules(tmp_path: Path, *argv: str) -> list[str]:
 
 
 def test_help_imports_no_command_module_and_a_command_only_its_own(tmp_path: Path) -> None:
-    assert loaded_command_modules(tmp_path, "--help") == ["distilld.cli._common", "distilld.cli.exits"]
+    assert loaded_command_modules(tmp_path, "--help") == ["distilld.cli._common"]
     store = healthy_store(tmp_path / "store").root
     assert loaded_command_modules(tmp_path, "check", str(store)) == [
-        "distilld.cli._common", "distilld.cli.exits", "distilld.cli.store_cmds"]
+        "distilld.cli._common", "distilld.cli.store_cmds"]
 
 
 def test_shell_completion_works_as_the_readme_says(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from builders import healthy_store
-from distilld.cli.exits import BAD_SETTINGS, NOT_RUNNING, OK, USAGE
+from distilld.exits import BAD_SETTINGS, NOT_RUNNING, OK, USAGE
 
 pytestmark = pytest.mark.slow
 

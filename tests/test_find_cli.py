@@ -12,7 +12,7 @@ import pytest
 from builders import healthy_store
 
 from distilld.cli import main
-from distilld.cli.exits import NOT_FOUND
+from distilld.exits import NOT_FOUND
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -7,36 +7,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from ..engine.finish import stale_reasons
 from ..errors import DistilldError
 from ..policy import Policy
 from ..store import fs
 from ..store.catalog import Catalog, render_catalog
-from ..store.findings import Finding
-from ..store.invariants import check_c2
 from ..store.local import pending_migrations
 from ..store.paths import CATALOG, Layout
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.text import encode
 from .passes import locked_pass
 
-# C2 findings that make a catalog stale (STORE-FORMAT.md 1.8): a row for a missing file, a
-# file without a row, or a ledger event newer than the rebuilt stamp.
-STALE_CODES = frozenset({"not-in-catalog", "catalog-missing-target", "catalog-stale", "catalog-no-stamp"})
-
-
 @dataclass(frozen=True)
 class CatalogWrite:
     path: Path
     written: bool
     reason: str
-
-
-def stale_reasons(snapshot: Snapshot, findings: list[Finding] | None = None) -> list[str]:
-    """Why the catalog is stale; ``findings`` (C2 or all of C1-C3) when they are at hand already."""
-    if snapshot.catalog_raw is None:
-        return ["CATALOG.md missing"]
-    found = check_c2(snapshot) if findings is None else findings
-    return [f.message for f in found if f.group == "C2" and f.code in STALE_CODES]
 
 
 def print_catalog(store: Path, now: datetime) -> str:
@@ -54,7 +40,7 @@ def run_catalog_write(store: Path, policy: Policy, clock: Callable[[], datetime]
         if pending:
             raise DistilldError(f"{pending[0]}: a store migration is PENDING; finish or revert it first "
                                 "(it rebuilds the catalog itself)")
-        return write_catalog(ctx.root, ctx.now())
+        return refresh_catalog(ctx.root, ctx.now())
 
 
 def _needs_write(snapshot: Snapshot, now: datetime) -> CatalogWrite | str:
@@ -74,7 +60,7 @@ def _needs_write(snapshot: Snapshot, now: datetime) -> CatalogWrite | str:
     return text
 
 
-def write_catalog(store: Path, now: datetime) -> CatalogWrite:
+def refresh_catalog(store: Path, now: datetime) -> CatalogWrite:
     """Rebuild CATALOG.md atomically; leave it alone when only the stamp would change.
     The caller holds the store's lock (run_catalog_write, or a pass that already has it)."""
     snapshot = take_snapshot(store)

@@ -13,31 +13,22 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.apply import JournalRun
+from ..engine.driver import drive
 from ..engine.passes.compaction.advice import CapFailure, cap_failures
 from ..engine.passes.compaction.apply import (
-    apply_compaction,
+    COMPACTION_JOURNALS_DIR,
+    PASS_NAME,
+    CompactionRefused,
     compaction_journals,
     refuse_unless_compaction_allowed,
 )
 from ..engine.passes.compaction.plan import CompactionPlan, plan_compaction
 from ..engine.passes.migration.plan import unpointed_children
-from ..engine.finish import write_catalog
-from ..engine.recovery import finish_interrupted
 from ..policy import Policy
 from ..store.paths import SPINE
 from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
 from ..store.text import clip
-from .catalog import stale_reasons
 from .passes import locked_pass, refuse_conflict_markers, refuse_unreadable_text, require_store_folder
-
-PLAN_ATTEMPTS = 2  # a file changed under the first attempt: plan once more from the store as it is
-
-
-def changed_since(before: Snapshot, root: Path) -> bool:
-    """Does the store now differ from the snapshot a plan was made from (a writer's file kept
-    by a rollback, say)?"""
-    return take_snapshot(root).file_contents() != before.file_contents()
-
 
 @dataclass
 class CompactionReport:
@@ -136,49 +127,17 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
         refuse_conflict_markers(root)
         return preview_compaction(store, policy, clock())
     with locked_pass(store, policy, clock, wait) as ctx:
-        allowed = take_snapshot(ctx.root)
-        refuse_unless_compaction_allowed(allowed)
-        report = CompactionReport("apply")
-        resumed = finish_interrupted(ctx)
-        # Nothing was recovered: the store is as just read, and the first plan starts from that
-        # read (one read of every file fewer; a big store pays seconds for each).
-        unchanged: Snapshot | None = None if resumed.outcomes else allowed
-        report.notes += resumed.all_notes
-        recovered = resumed.outcome("compaction", JournalRun)
-        if recovered is not None and recovered.journal is not None:
-            report.recovery = recovered
-        if report.recovery is not None and report.recovery.rolled_back:
-            ctx.take_baseline()
-        rolled_back = False
-        for attempt in range(PLAN_ATTEMPTS):
-            before, unchanged = unchanged or take_snapshot(ctx.root), None
-            plan = report.plan = plan_for(before, policy, ctx.now())
-            report.outcome = apply_compaction(ctx, plan, before)
-            if report.outcome.rolled_back:
-                rolled_back = True
-                report.notes.append(report.outcome.rollback_note("the compaction"))
-            # A rollback that kept a foreign change (a writer's new file after the catalog was
-            # rebuilt, say) leaves a store the plan never saw: plan again at once, so the pass
-            # never ends (and is never committed) with its catalog or SPINE behind the tree.
-            again = report.outcome.interrupted or (report.outcome.rolled_back is not None
-                                                   and changed_since(before, ctx.root))
-            if not again or attempt + 1 == PLAN_ATTEMPTS:
-                break
-            ctx.take_baseline()  # planned again from the store as it now is, the foreign edit in it
-        if rolled_back and stale_reasons(take_snapshot(ctx.root)):
-            # a later plan that had nothing to do (or rolled back too) rebuilt no catalog: the
-            # files written meanwhile still get their rows
-            write_catalog(ctx)
-            report.notes.append("the catalog was rebuilt after the rollback, for files written meanwhile")
+        driven = drive(ctx, PASS_NAME, COMPACTION_JOURNALS_DIR, lambda before, ctx: plan_for(before, policy, ctx.now()),
+                       refuse=refuse_unless_compaction_allowed, refused_as=CompactionRefused, what="compacted")
+        plan = driven.plan
+        report = CompactionReport("apply", plan, driven.outcome, driven.recovery, driven.notes)
         if not plan.steps:
             report.notes.append("nothing to compact: the SPINE and every tier file are within their targets"
                                 if not (plan.debt or plan.breaches or plan.unsplittable)
                                 else "nothing more can be done mechanically")
         # the pass wrote nothing and rolled nothing back: what it planned from is the store as it is
-        outcome = report.outcome
-        assert outcome is not None  # the loop ran at least once
-        wrote = bool(outcome.written) or rolled_back or outcome.rolled_back is not None or bool(outcome.interrupted)
-        report.over_caps = cap_failures(take_snapshot(ctx.root) if wrote else before, policy.limits, plan.breaches)
+        after = take_snapshot(ctx.root) if driven.wrote or driven.before is None else driven.before
+        report.over_caps = cap_failures(after, policy.limits, plan.breaches)
         return report
 
 

@@ -22,7 +22,8 @@ from ..store.budget import BudgetReport
 from ..store.findings import Finding
 from ..store.incremental import IncrementalStore
 from ..store.paths import Layout
-from .catalog import stale_reasons, write_catalog
+from ..engine.finish import stale_reasons
+from .catalog import refresh_catalog
 
 
 @dataclass
@@ -62,7 +63,7 @@ def run_follow(store: Path, policy: Policy, clock: Callable[[], datetime],
                 report.takeover = acquired
             try:
                 with guarded_pass(snapshot.root):
-                    report.catalog_written = write_catalog(snapshot.root, clock()).written
+                    report.catalog_written = refresh_catalog(snapshot.root, clock()).written
             finally:
                 if acquired.kind is not AcquireKind.ALREADY_HELD:  # else the caller holds it
                     try:

@@ -19,6 +19,7 @@ from ..engine.passes.migration.apply import (
 )
 from ..engine.recovery import finish_interrupted
 from ..errors import DistilldError
+from ..exits import INTERRUPTED
 from ..policy import Policy
 from ..store.local import pending_migrations
 from .passes import locked_pass
@@ -55,7 +56,7 @@ def run_migrate(store: Path, policy: Policy, clock: Callable[[], datetime], mode
 class MigrationInterrupted(DistilldError):
     """Ctrl-C during a migration: the store is PENDING (or untouched); the message says how to go on."""
 
-    exit_code = 130
+    exit_code = INTERRUPTED
 
 
 def interrupted(store: Path, mode: str) -> MigrationInterrupted:

@@ -17,9 +17,9 @@ from typing import Any
 from ..engine.guard import lost_ledger_lines
 from ..engine.lock import LockState, LockStateKind, lock_status
 from ..errors import LockIOError
+from ..registry import status_order
 from ..store.safety import store_links, store_unsafe_names
 
-PASS_ORDER = ("follow", "check", "commit", "sync", "compaction", "lifecycle", "reconcile")
 STALE_STATUS_SECONDS = 180  # the daemon rewrites status.json at least every minute
 LONG_WAIT_SECONDS = 900
 UNPUSHED_SECONDS = 3600
@@ -323,7 +323,8 @@ def render_text(view: StatusView) -> str:
     passes = data.get("passes") or {}
     if passes:
         out.append("last passes:")
-        for job in [*PASS_ORDER, *sorted(set(passes) - set(PASS_ORDER))]:
+        order = status_order()  # the one table's order (daemon/registry.py), then any older record
+        for job in [*order, *sorted(set(passes) - set(order))]:
             record = passes.get(job)
             if isinstance(record, dict):
                 out.append(f"    {job:<11} {record.get('at')}  {_verdict(record)} {_summary(record, view.store)}")

@@ -2,7 +2,8 @@
 
 One module per group of commands, each a thin click layer over one action that it imports
 only when it runs. A new command goes in a module with a ``COMMANDS`` tuple, and a line in
-``COMMAND_TABLE`` below. Exit codes: see exits.py (and `distilld --help`).
+``COMMAND_TABLE`` below; a pass's commands are listed with the pass, in the one table of passes
+(daemon/registry.py). Exit codes: see ../exits.py (and `distilld --help`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import click
 from .. import __version__
 from ..errors import DistilldError
 from ._common import escape_controls, policy_flag, root_obj, schema_name
-from .exits import BAD_SETTINGS, INTERRUPTED, LOCK_HELD, LOCK_LOST, STORE_UNSAFE, exit_table_text
+from ..exits import BAD_SETTINGS, INTERRUPTED, LOCK_HELD, LOCK_LOST, exit_table_text
 
 # Where commands register: a command's name, its module (imported only when the command is
 # asked for, so `distilld --help` and each command load no other command's module), and the
@@ -28,12 +29,6 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
     "catalog": ("store_cmds", "Rebuild CATALOG.md from the tree and the ledger: print it, or write it."),
     "check": ("store_cmds", "Check the store invariants C1-C3 (and C4 with --before). Writes nothing."),
     "new": ("store_cmds", "Create a new, empty 1.2 store that passes `distilld check`."),
-    "gc": ("lifecycle_cmds", "Lifecycle: move stale project files to the archive, ledger line first."),
-    "restore": ("lifecycle_cmds", "Bring PATH (projects/x.md or archive/projects/x.md) back from the archive."),
-    "lifecycle": ("lifecycle_cmds", ("Allow, stop or show scheduled archiving on this machine (the store's local "
-                                     ".lifecycle).")),
-    "compact": ("compaction", "Bring the SPINE and the tier files back within their budgets, losing no word."),
-    "migrate": ("compaction", "Move a pre-1.2 store to the 1.2 layout, losslessly (checked by C4 against a backup)."),
     "init": ("git", "Make the store a git repository, or adopt the one it already is."),
     "sync": ("git", "Commit what agents wrote, fetch, take in the remote's changes, verify the bytes, push."),
     "run": ("daemon", "Follow the store in the foreground (what the service runs)."),
@@ -41,9 +36,9 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
                           "and their margins, the lock, git, the service, and what is stuck. Exit 0 if it runs, "
                           "3 if not.")),
     "log": ("daemon", "Show the activity log: one plain line per thing the daemon did or waited for."),
-    "run-now": ("daemon", ("Ask the running daemon to run JOB now (follow, sync, compaction, lifecycle or "
-                           "reconcile; default: follow, sync, compaction and lifecycle). A sync asked for this way "
-                           "runs at once, whatever the backoff.")),
+    "run-now": ("daemon", ("Ask the running daemon to run JOB now (follow, sync, compaction, lifecycle, "
+                           "reconcile or report; default: follow, sync, compaction and lifecycle). A sync asked for "
+                           "this way runs at once, whatever the backoff.")),
     "pause": ("daemon", "Pause the running daemon: no pass starts (changes are still followed) until `resume`."),
     "resume": ("daemon", "Resume a paused daemon; it catches up on what changed meanwhile."),
     "config": ("config", "Show, check or locate the machine-local settings (never kept in the store)."),
@@ -59,16 +54,32 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
 }
 
 
+def command_table() -> dict[str, tuple[str, str]]:
+    """Every command: the table above, and each registered pass's commands."""
+    from ..registry import pass_commands
+
+    passes = {name: (entry.module, entry.summary) for name, entry in pass_commands().items()}
+    return dict(sorted({**COMMAND_TABLE, **passes}.items()))
+
+
+def module_commands(module_name: str) -> list[click.Command]:
+    """The commands a module of this package defines: its ``COMMANDS``, or for the module that
+    builds the command of a registered pass without one of its own, those it builds."""
+    module = importlib.import_module(f".{module_name}", __name__)
+    found = getattr(module, "COMMANDS", None)
+    return list(found) if found is not None else module.registered_commands()
+
+
 class _LazyGroup(click.Group):
     """A group whose commands are imported from their modules when first asked for."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMAND_TABLE)
+        return list(command_table())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in COMMAND_TABLE:
-            module = importlib.import_module(f".{COMMAND_TABLE[cmd_name][0]}", __name__)
-            for command in module.COMMANDS:
+        table = command_table()
+        if cmd_name not in self.commands and cmd_name in table:
+            for command in module_commands(table[cmd_name][0]):
                 self.add_command(command)
         return self.commands.get(cmd_name)
 
@@ -81,11 +92,11 @@ class _LazyGroup(click.Group):
             name = getattr(error, "command_name", None)
             if name is None:
                 raise
-            raise click.exceptions.NoSuchCommand(name, possibilities=COMMAND_TABLE, ctx=ctx) from None
+            raise click.exceptions.NoSuchCommand(name, possibilities=command_table(), ctx=ctx) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # click's own layout, from the table: stand-ins carry each command's first paragraph
-        stand_ins = [click.Command(name, help=summary) for name, (_, summary) in sorted(COMMAND_TABLE.items())]
+        stand_ins = [click.Command(name, help=summary) for name, (_, summary) in command_table().items()]
         limit = formatter.width - 6 - max(len(command.name or "") for command in stand_ins)
         with formatter.section("Commands"):
             formatter.write_dl([(command.name or "", command.get_short_help_str(limit)) for command in stand_ins])
@@ -127,8 +138,6 @@ def exit_code_for(error: DistilldError) -> int:
         return LOCK_HELD
     if isinstance(error, LockLost):
         return LOCK_LOST
-    if "CompactionRefused" in {cls.__name__ for cls in type(error).__mro__}:  # raised where it cannot say so
-        return STORE_UNSAFE
     return error.exit_code
 
 

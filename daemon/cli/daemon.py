@@ -136,9 +136,6 @@ def _control(ctx: click.Context, config_path: Path | None, request: dict[str, An
     return reply
 
 
-JOBS = ("follow", "sync", "compaction", "lifecycle", "reconcile")
-
-
 def _looks_like_a_store(word: str) -> bool:
     """A lone word that is no job is a store only if it is written as a path or exists: a
     mistyped job name is a usage error, not a store where no daemon runs."""
@@ -154,16 +151,19 @@ def _looks_like_a_store(word: str) -> bool:
 @click.pass_context
 def run_now(ctx: click.Context, words: tuple[str, ...], store_option: Path | None,
             config_path: Path | None) -> None:
-    """Ask the running daemon to run JOB now (follow, sync, compaction, lifecycle or reconcile;
-    default: follow, sync, compaction and lifecycle). A sync asked for this way runs at once,
-    whatever the backoff."""
+    """Ask the running daemon to run JOB now (follow, sync, compaction, lifecycle, reconcile or
+    report; default: follow, sync, compaction and lifecycle). A sync asked for this way runs at
+    once, whatever the backoff."""
+    from ..registry import job_names
+
+    jobs = job_names()
     rest = list(words)
-    job = rest.pop(0) if rest and rest[0] in JOBS else None
+    job = rest.pop(0) if rest and rest[0] in jobs else None
     if len(rest) > 1 or (rest and job is None and len(words) > 1):
         raise click.UsageError(f"expected [JOB] [STORE], got {' '.join(words)}; JOB is one of "
-                               + ", ".join(JOBS))
+                               + ", ".join(jobs))
     if rest and job is None and not _looks_like_a_store(rest[0]):
-        raise click.UsageError(f"no job called {str(rest[0])!r}; JOB is one of {', '.join(JOBS)} "
+        raise click.UsageError(f"no job called {str(rest[0])!r}; JOB is one of {', '.join(jobs)} "
                                f"(a store is given as a path, such as ./{rest[0]}, or with --store)")
     given = ctx.meta.setdefault("distilld.store", {})
     if rest:

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from ._common import emit, json_option, policy_option, store_command, store_input, store_path
-from .exits import NOT_FOUND
+from ..exits import NOT_FOUND
 
 CLIP = 240
 

@@ -21,6 +21,20 @@ from .context import PassContext
 from .crash import crashpoint
 from .executor import FileWrite
 
+# The C2 findings that make a catalog stale (STORE-FORMAT.md 1.8): a row for a missing file, a
+# file without a row, or a ledger event newer than the rebuilt stamp. A rebuild mends them.
+STALE_CODES = frozenset({"not-in-catalog", "catalog-missing-target", "catalog-stale", "catalog-no-stamp"})
+
+
+def stale_reasons(snapshot: Snapshot, findings: list[Finding] | None = None) -> list[str]:
+    """Why the catalog is stale; ``findings`` (C2 or all of C1-C3) when they are at hand already."""
+    from ..store.invariants import check_c2
+
+    if snapshot.catalog_raw is None:
+        return ["CATALOG.md missing"]
+    found = check_c2(snapshot) if findings is None else findings
+    return [f.message for f in found if f.group == "C2" and f.code in STALE_CODES]
+
 
 @dataclass(kw_only=True)
 class SelfChecked:

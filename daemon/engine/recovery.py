@@ -2,7 +2,7 @@
 
 Every write pass calls ``finish_interrupted`` first, under the lock, so no pass ever plans
 from a half-written store and every recovery is said in the report. It asks each registered
-pass (engine/passes/__init__.py) for its unfinished journals and has the pass finish, or roll
+pass (daemon/registry.py) for its unfinished journals and has the pass finish, or roll
 back, each one through the one executor and the one finish step.
 """
 
@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from ..errors import DistilldError
 from .context import PassContext
-from .passes import PASSES
+from .passes import registered_passes
 
 
 Outcome = TypeVar("Outcome")
@@ -42,7 +42,7 @@ def finish_interrupted(ctx: PassContext) -> Resumed:
     resumed = Resumed()
     if ctx.notes:
         resumed.notes["store"] = list(ctx.notes)
-    for plugin in PASSES:
+    for plugin in registered_passes(ctx.root):
         if plugin.recover is not None and plugin.unfinished(ctx.root):
             recovered = plugin.recover(ctx)
             resumed.notes[plugin.name] = recovered.notes
@@ -54,7 +54,7 @@ def interrupted_passes(root: Path) -> list[str]:
     """Every pass left unfinished in the store (its journal, relative to the store): while one is
     there the store is mid-pass, so nothing of it is committed and status shows it as stuck."""
     try:
-        found = [path for plugin in PASSES for path in plugin.unfinished(root)]
+        found = [path for plugin in registered_passes(root) for path in plugin.unfinished(root)]
     except (DistilldError, OSError, ValueError) as error:
         return [f"an unreadable journal: {error}"]
     return [path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path) for path in found]

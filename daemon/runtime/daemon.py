@@ -24,19 +24,21 @@ from .. import __version__
 from ..engine.guard import sweep_temp_files
 from ..engine.lock import LockStateKind, default_owner
 from ..errors import StoreError
+from ..exits import INTERRUPTED
 from ..log import ActivityLog, StatusFile, configure_logging, console_mode, get_logger, read_json, utc_stamp
 from ..policy import Policy, load_policy
+from ..registry import default_jobs, scheduled_jobs
 from ..settings import InstancePaths, Settings, ensure_private_dir
 from ..store.paths import set_extra_synced_folders
 from ..store.unmanaged import unmanaged_folders
 from . import sdnotify
 from .control import ControlServer
-from .daemon_requests import RUN_NOW_JOBS, answer, reload_settings
+from .daemon_requests import answer, reload_settings
 from .instance import InstanceLock
 from .job_runner import run_job
 from .jobs import JobEnv
 from .once import run_cycle, say_on_stderr
-from .scheduler import SCHEDULED, Schedule, Worker
+from .scheduler import Schedule, Worker
 from .store_git import StoreGit
 from .debounce import Debouncer
 from .watcher import StoreWatcher
@@ -45,7 +47,6 @@ log = get_logger("distilld.daemon")
 
 TICK_SECONDS = 15.0  # supervision and status refresh; events and signals wake it sooner
 
-INTERRUPTED_EXIT = 130  # Ctrl-C, in the exit table of cli/exits.py (runtime does not import cli)
 
 
 def _parse_stamp(value: Any) -> datetime | None:
@@ -101,8 +102,8 @@ class Daemon:
             self._repair_index()
             self._install_signals()
             code = self._run_once() if self.once else self._serve()
-            # Ctrl-C is 130 as the exit table says (cli/exits.py); SIGTERM is a clean stop, 0
-            return INTERRUPTED_EXIT if self._stop_reason == "SIGINT" else code
+            # Ctrl-C is 130 as the exit table says (exits.py); SIGTERM is a clean stop, 0
+            return INTERRUPTED if self._stop_reason == "SIGINT" else code
         finally:
             instance.release()
 
@@ -165,7 +166,7 @@ class Daemon:
 
     def _on_run_now_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.worker is not None:
-            for job in RUN_NOW_JOBS:
+            for job in default_jobs():
                 self.worker.request(job, "SIGUSR1")
 
     def request_stop(self, reason: str = "a request") -> None:
@@ -183,7 +184,7 @@ class Daemon:
             return code
         # a signal ended the cycle early: each pass stopped at a boundary (finished or rolled back)
         say_on_stderr(f"stopped by {self._stop_reason} before the cycle finished; the next run picks it up")
-        return INTERRUPTED_EXIT
+        return INTERRUPTED
 
     # -- the daemon ------------------------------------------------------------------------
 
@@ -226,11 +227,11 @@ class Daemon:
     def _last_runs(self) -> dict[str, datetime]:
         passes = self._env.status.get("passes") or {}
         found: dict[str, datetime] = {}
-        for job in SCHEDULED:
-            record = passes.get(job) or {}
+        for entry in scheduled_jobs():
+            record = passes.get(entry.name) or {}
             when = _parse_stamp(record.get("at"))
             if when is not None:
-                found[job] = when
+                found[entry.name] = when
         return found
 
     def _main_loop(self) -> None:

@@ -10,12 +10,10 @@ from ..log import utc_stamp
 from ..policy import load_policy
 from ..settings import load_settings
 from ..store.paths import set_extra_synced_folders
-from .scheduler import JOBS
+from ..registry import default_jobs, job_names
 
 if TYPE_CHECKING:
     from .daemon import Daemon
-
-RUN_NOW_JOBS = ("follow", "sync", "compaction", "lifecycle")
 
 
 def answer(daemon: Daemon, request: dict[str, Any]) -> dict[str, Any]:
@@ -31,9 +29,9 @@ def answer(daemon: Daemon, request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "error": "the daemon is not ready yet"}
     if command == "run-now":
         job = request.get("job")
-        if job is not None and job not in JOBS:
-            return {"ok": False, "error": f"unknown job {job!r}; jobs: {', '.join(JOBS)}"}
-        jobs = [job] if job else list(RUN_NOW_JOBS)
+        if job is not None and job not in job_names():
+            return {"ok": False, "error": f"unknown job {job!r}; jobs: {', '.join(job_names())}"}
+        jobs = [job] if job else list(default_jobs())
         for name in jobs:
             worker.request(name, "run-now")
         note = " (paused: they run after `distilld resume`)" if worker.paused else ""

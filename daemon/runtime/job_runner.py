@@ -10,21 +10,21 @@ from ..engine.cancel import PassStopped, stoppable
 from ..engine.recovery import interrupted_passes
 from ..errors import DistilldError, LockHeld
 from ..log import get_logger, utc_stamp
-from .follow_job import follow, reconcile
+from ..registry import job_entry
 from .jobs import JobEnv, PassResult, Stopping
-from .scheduled_jobs import compaction, lifecycle_pass, report, sync
 
 log = get_logger("distilld.jobs")
 
 
-JOB_FUNCTIONS: dict[str, Callable[[JobEnv, str], PassResult]] = {
-    "follow": follow,
-    "reconcile": reconcile,
-    "sync": sync,
-    "compaction": compaction,
-    "lifecycle": lifecycle_pass,
-    "report": report,
-}
+def job_function(job: str) -> Callable[[JobEnv, str], PassResult]:
+    """What runs ``job``, from the one table (daemon/registry.py): its own function, or for a
+    registered pass without one, the pass driven as every journalled pass is."""
+    entry = job_entry(job)
+    if entry.runs is not None:
+        function: Callable[[JobEnv, str], PassResult] = entry.function()
+        return function
+    from .pass_job import run_registered_pass
+    return lambda env, trigger: run_registered_pass(env, job, trigger)
 
 
 def run_job(env: JobEnv, job: str, trigger: str) -> PassResult:
@@ -33,7 +33,7 @@ def run_job(env: JobEnv, job: str, trigger: str) -> PassResult:
     env.status.update(state="running", current={"job": job, "trigger": trigger, "since": utc_stamp()})
     try:
         with stoppable(env.stop.is_set):  # a pass ends at its next boundary once a stop is asked for
-            result = JOB_FUNCTIONS[job](env, trigger)
+            result = job_function(job)(env, trigger)
     except Stopping:
         result = PassResult(True, "interrupted by shutdown; the next start picks it up")
     except PassStopped as stopped:

@@ -9,11 +9,10 @@ import threading
 from typing import Any
 
 from ..log import utc_stamp
+from ..registry import default_jobs
 from ..store.local import lifecycle_enabled
 from .job_runner import run_job
 from .jobs import JobEnv, PassResult
-
-ONCE_JOBS = ("follow", "sync", "compaction", "lifecycle")
 
 
 def say_on_stderr(line: str) -> None:
@@ -26,7 +25,7 @@ def run_cycle(env: JobEnv, stop: threading.Event, lock_wait_seconds: float | Non
     env.status.update(state="running")
     env.status.update(lifecycle="enabled" if lifecycle_enabled(env.store) else "disabled", flush=False)
     results: list[tuple[str, PassResult]] = []
-    for job in ONCE_JOBS:
+    for job in default_jobs():
         if stop.is_set():
             break
         results.append((job, run_job(env, job, "once")))

@@ -27,7 +27,7 @@ def lifecycle_pass(env: JobEnv, trigger: str) -> PassResult:
         report = run_gc_apply(env.store, env.policy, env.clock, wait=0, scheduled=True)
         moved = _report_gc(env, report)
         operation.describe(f"distilld: lifecycle archived {plural(len(moved), 'file')}", moved)
-    _report_operation(env, "the lifecycle pass", operation)
+    report_operation(env, "the lifecycle pass", operation)
     if moved:
         _measure_again(env, "lifecycle")
     if not report.ok:
@@ -44,7 +44,7 @@ def _measure_again(env: JobEnv, job: str) -> None:
         env.worker.request("follow", f"after-{job}")
 
 
-def _report_operation(env: JobEnv, what: str, operation: OperationCommit) -> None:
+def report_operation(env: JobEnv, what: str, operation: OperationCommit) -> None:
     for note in operation.notes:
         env.activity.write(f"commit of {what}: {note}")
     if operation.commit is not None and operation.commit.committed:
@@ -85,7 +85,7 @@ def compaction(env: JobEnv, trigger: str) -> PassResult:
         operation.describe(f"distilld: compaction ({result.summary})", result.lines)
     for line in result.lines:
         env.activity.write(line)
-    _report_operation(env, "the compaction", operation)
+    report_operation(env, "the compaction", operation)
     if result.changed:
         _measure_again(env, "compaction")
     return PassResult(result.ok, result.summary, {"changed": bool(result.changed)})

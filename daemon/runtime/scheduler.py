@@ -21,21 +21,16 @@ from apscheduler.triggers.date import DateTrigger  # type: ignore[import-untyped
 from apscheduler.triggers.interval import IntervalTrigger  # type: ignore[import-untyped]
 
 from ..log import get_logger
+from ..registry import JobEntry, job_names, scheduled_jobs
 from ..settings import ScheduleSettings
-
-# The order pending jobs are taken in: the agents' changes first, then the remote, then the
-# passes that rewrite files, and the safety net last.
-JOBS = ("follow", "sync", "compaction", "lifecycle", "reconcile", "report")
-SCHEDULED = ("compaction", "lifecycle", "sync", "reconcile", "report")
-# A daemon that never wrote a health report writes its first one a while after it starts (not
-# while the first passes run), then once per report interval.
-FIRST_REPORT_DELAY = timedelta(minutes=10)
 
 log = get_logger("distilld.scheduler")
 
 
-def minutes_for(settings: ScheduleSettings, job: str) -> int:
-    return int(getattr(settings, f"{job}_minutes"))
+def minutes_for(settings: ScheduleSettings, job: JobEntry) -> int:
+    """The interval the settings give a scheduled job (the setting its table entry names)."""
+    assert job.schedule is not None
+    return int(getattr(settings, job.schedule))
 
 
 class Worker:
@@ -56,8 +51,8 @@ class Worker:
         self._thread.start()
 
     def request(self, job: str, trigger: str) -> None:
-        if job not in JOBS:
-            raise ValueError(f"unknown job {job!r} (jobs: {', '.join(JOBS)})")
+        if job not in job_names():
+            raise ValueError(f"unknown job {job!r} (jobs: {', '.join(job_names())})")
         with self._cond:
             if job in self._pending and trigger not in self._pending[job].split("+"):
                 self._pending[job] += f"+{trigger}"
@@ -113,7 +108,7 @@ class Worker:
                     self._cond.wait()
                 if self._stopping:
                     return
-                job = next(j for j in JOBS if j in self._pending)
+                job = next(j for j in job_names() if j in self._pending)
                 trigger = self._pending.pop(job)
                 self._running = (job, trigger, time.monotonic())
             try:
@@ -152,8 +147,8 @@ class Schedule:
         """(Re)create the interval jobs; a job whose interval passed since its last run runs now."""
         self._settings = settings
         now = datetime.now(UTC)
-        for job in SCHEDULED:
-            minutes = minutes_for(settings, job)
+        for entry in scheduled_jobs():
+            job, minutes = entry.name, minutes_for(settings, entry)
             existing = self._scheduler.get_job(job)
             if minutes == 0:
                 if existing:
@@ -168,10 +163,10 @@ class Schedule:
                 first = min(first, now + interval)
             elif last is not None:
                 first = max(now, last + interval)
-            elif job == "reconcile":
-                first = now + interval  # the daemon's first pass at start already covers it
-            elif job == "report":
-                first = now + min(interval, FIRST_REPORT_DELAY)
+            elif entry.first_run == "interval":
+                first = now + interval
+            elif isinstance(entry.first_run, timedelta):
+                first = now + min(interval, entry.first_run)
             else:
                 first = now  # never ran on this machine: run once at start
             self._scheduler.add_job(self._worker.request, trigger, args=[job, "schedule"], id=job,
@@ -186,7 +181,7 @@ class Schedule:
     def next_runs(self) -> dict[str, str | None]:
         runs: dict[str, str | None] = {}
         for job in self._scheduler.get_jobs():
-            if job.id not in SCHEDULED:
+            if job.id not in {entry.name for entry in scheduled_jobs()}:
                 continue
             when = job.next_run_time
             runs[job.id] = when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if when else None

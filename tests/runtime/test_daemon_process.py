@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from builders import EM, healthy_store
-from distilld.actions.catalog import stale_reasons
+from distilld.engine.finish import stale_reasons
 from distilld.engine.lock import StoreLock
 from distilld.policy import load_policy
 from distilld.settings import instance_key

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from builders import healthy_store
-from distilld.cli.exits import BAD_SETTINGS, EXIT_CODES, INTERRUPTED, OK
+from distilld.exits import BAD_SETTINGS, EXIT_CODES, INTERRUPTED, OK
 from distilld.runtime.service_render import render_launchd, render_systemd, run_arguments
 from distilld.settings import instance_key
 from waiting import wait_for

@@ -15,7 +15,8 @@ from distilld.policy import load_policy
 from distilld.runtime.job_runner import run_job
 from distilld.runtime.jobs import JobEnv
 from distilld.runtime.store_git import StoreGit
-from distilld.runtime.scheduler import FIRST_REPORT_DELAY, Schedule, Worker
+from distilld.registry import job_entry
+from distilld.runtime.scheduler import Schedule, Worker
 from distilld.settings import ScheduleSettings, load_settings
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -66,7 +67,7 @@ def test_the_report_is_scheduled_daily_and_first_a_while_after_start() -> None:
     try:
         schedule.start({})
         first = datetime.fromisoformat(str(schedule.next_runs()["report"]).replace("Z", "+00:00"))
-        assert timedelta(0) < first - datetime.now(UTC) <= FIRST_REPORT_DELAY
+        assert timedelta(0) < first - datetime.now(UTC) <= job_entry("report").first_run
         yesterday = datetime.now(UTC) - timedelta(hours=20)
         schedule.apply(ScheduleSettings(compaction_minutes=0, lifecycle_minutes=0, sync_minutes=0,
                                         reconcile_minutes=0, jitter_seconds=0), {"report": yesterday})

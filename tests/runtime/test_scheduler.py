@@ -8,7 +8,8 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from distilld.runtime.scheduler import JOBS, Schedule, Worker
+from distilld.registry import job_names
+from distilld.runtime.scheduler import Schedule, Worker
 from distilld.settings import ScheduleSettings
 from waiting import wait_for
 
@@ -53,14 +54,14 @@ def test_one_thread_never_two_jobs_at_once() -> None:
     worker = Worker(tracker)
     worker.start()
     try:
-        for job in JOBS:
+        for job in job_names():
             worker.request(job, "test")
         assert worker.wait_idle(5)
     finally:
         worker.shutdown(5)
     assert tracker.max_active == 1
     assert tracker.threads == {"distilld-worker"}
-    assert [job for job, _ in tracker.runs] == list(JOBS)  # the agents' changes first
+    assert [job for job, _ in tracker.runs] == list(job_names())  # the agents' changes first
 
 
 def test_triggers_are_merged() -> None:

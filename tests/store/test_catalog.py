@@ -1,4 +1,4 @@
-"""The canonical CATALOG.md rebuild (STORE-FORMAT.md 1.8) and `write_catalog`.
+"""The canonical CATALOG.md rebuild (STORE-FORMAT.md 1.8) and `refresh_catalog`.
 
 Rows, order, escaping and the ``rebuilt:`` stamp are compared as exact text: the catalog is
 shared between machines and every client must produce the same bytes from the same tree.
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from builders import EM, FIXED_NOW, KESTREL_ENTRY, StoreBuilder, healthy_store
 
-from distilld.actions.catalog import write_catalog
+from distilld.actions.catalog import refresh_catalog
 from distilld.errors import DistilldError
 from distilld.store.catalog import render_catalog
 from distilld.store.invariants import check_c2
@@ -99,7 +99,7 @@ def test_installer_shaped_store_renders_the_exact_installer_catalog(tmp_path: Pa
 def test_installer_catalog_is_a_fixed_point(tmp_path: Path) -> None:
     bare_store(tmp_path)
     assert render(tmp_path, INSTALL_CLOCK) == INSTALLER_CATALOG
-    outcome = write_catalog(tmp_path, INSTALL_CLOCK)
+    outcome = refresh_catalog(tmp_path, INSTALL_CLOCK)
     assert outcome.written is False
     assert (tmp_path / "CATALOG.md").read_bytes() == INSTALLER_CATALOG.encode()
 
@@ -335,7 +335,7 @@ def test_rebuilt_not_earlier_than_a_later_date_only_ledger_stamp(tmp_path: Path)
     stamp = rebuilt(render(tmp_path, FIXED_NOW))
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamp)
     assert stamp[:10] >= "2026-12-03"
-    write_catalog(tmp_path, FIXED_NOW)
+    refresh_catalog(tmp_path, FIXED_NOW)
     assert not [m for m in c2_messages(tmp_path) if m.startswith("catalog stale")]
 
 
@@ -367,10 +367,10 @@ def test_creation_order_does_not_matter(tmp_path: Path) -> None:
     assert render(tmp_path / "one") == render(tmp_path / "two")
 
 
-# -- write_catalog ----------------------------------------------------------------------------------------
+# -- refresh_catalog ----------------------------------------------------------------------------------------
 def test_write_creates_the_catalog_of_a_new_store(tmp_path: Path) -> None:
     StoreBuilder(tmp_path).write("SPINE.md", INSTALLER_SPINE)
-    outcome = write_catalog(tmp_path, INSTALL_CLOCK)
+    outcome = refresh_catalog(tmp_path, INSTALL_CLOCK)
     assert outcome.written is True
     assert tree(tmp_path) == {"SPINE.md": INSTALLER_SPINE.encode(), "CATALOG.md": INSTALLER_CATALOG.encode()}
 
@@ -379,7 +379,7 @@ def test_write_leaves_no_temporary_files(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     b.tier("projects/new.md", "# New\n", scope="New project", last_updated="2026-11-29")
     before = set(tree(tmp_path))
-    outcome = write_catalog(tmp_path, FIXED_NOW)
+    outcome = refresh_catalog(tmp_path, FIXED_NOW)
     assert outcome.written is True
     assert set(tree(tmp_path)) == before
     assert (tmp_path / "CATALOG.md").read_text("utf-8") == render(tmp_path)
@@ -396,7 +396,7 @@ def test_write_is_atomic_when_the_final_rename_fails(tmp_path: Path, monkeypatch
     monkeypatch.setattr(os, "replace", refuse)
     monkeypatch.setattr(os, "rename", refuse)
     with pytest.raises(OSError):
-        write_catalog(tmp_path, FIXED_NOW)
+        refresh_catalog(tmp_path, FIXED_NOW)
     monkeypatch.undo()
     assert tree(tmp_path) == old  # the old catalog intact, no half-written or temporary file
 
@@ -406,7 +406,7 @@ def test_write_leaves_the_file_untouched_when_only_the_stamp_would_change(tmp_pa
     catalog = tmp_path / "CATALOG.md"
     old_bytes = catalog.read_bytes()
     os.utime(catalog, ns=(1_000_000_000, 1_000_000_000))
-    outcome = write_catalog(tmp_path, FIXED_NOW + timedelta(days=2))
+    outcome = refresh_catalog(tmp_path, FIXED_NOW + timedelta(days=2))
     assert outcome.written is False
     assert catalog.read_bytes() == old_bytes
     assert catalog.stat().st_mtime_ns == 1_000_000_000
@@ -416,7 +416,7 @@ def test_write_rewrites_when_a_file_was_added(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     b.tier("projects/new.md", "# New\n", scope="New project", last_updated="2026-11-29")
     later = FIXED_NOW + timedelta(hours=1)
-    outcome = write_catalog(tmp_path, later)
+    outcome = refresh_catalog(tmp_path, later)
     assert outcome.written is True
     written = (tmp_path / "CATALOG.md").read_text("utf-8")
     assert written == render(tmp_path, later)
@@ -427,7 +427,7 @@ def test_write_rewrites_when_a_file_was_added(tmp_path: Path) -> None:
 def test_write_rewrites_when_a_file_was_removed(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     b.remove("evidence/projects/marlin.md")
-    assert write_catalog(tmp_path, FIXED_NOW).written is True
+    assert refresh_catalog(tmp_path, FIXED_NOW).written is True
     assert "evidence/projects/marlin.md" not in (tmp_path / "CATALOG.md").read_text("utf-8")
 
 
@@ -443,7 +443,7 @@ def test_write_rewrites_when_a_ledger_line_is_newer_than_rebuilt(tmp_path: Path)
     assert "catalog stale: rebuilt 2026-11-30T12:00:00Z but newest ledger event is 2026-12-01T08:05:00Z" in \
         c2_messages(tmp_path)
     later = datetime(2026, 12, 2, 0, 0, 0, tzinfo=UTC)
-    outcome = write_catalog(tmp_path, later)
+    outcome = refresh_catalog(tmp_path, later)
     assert outcome.written is True
     assert rebuilt((tmp_path / "CATALOG.md").read_text("utf-8")) == "2026-12-02T00:00:00Z"
     assert c2_messages(tmp_path) == []
@@ -454,7 +454,7 @@ def test_write_keeps_the_catalog_when_the_ledger_is_older_than_rebuilt(tmp_path:
     b.append_ledger("- 2026-11-30T11:00:00Z restore | from: archive/projects/none.md | to: projects/none.md"
                     " | reason: user request")
     old = b.read("CATALOG.md")
-    assert write_catalog(tmp_path, FIXED_NOW + timedelta(days=1)).written is False
+    assert refresh_catalog(tmp_path, FIXED_NOW + timedelta(days=1)).written is False
     assert b.read("CATALOG.md") == old
 
 
@@ -462,7 +462,7 @@ def test_crlf_catalog_stays_crlf_when_rewritten(tmp_path: Path) -> None:
     b = healthy_store(tmp_path)
     b.write("CATALOG.md", b.read("CATALOG.md").replace(b"\n", b"\r\n"))
     b.tier("projects/new.md", "# New\n", scope="New project", last_updated="2026-11-29")
-    assert write_catalog(tmp_path, FIXED_NOW).written is True
+    assert refresh_catalog(tmp_path, FIXED_NOW).written is True
     assert b.read("CATALOG.md") == render(tmp_path).replace("\n", "\r\n").encode()
 
 
@@ -470,14 +470,14 @@ def test_crlf_catalog_current_apart_from_stamp_is_left_alone(tmp_path: Path) -> 
     b = healthy_store(tmp_path)
     crlf = b.read("CATALOG.md").replace(b"\n", b"\r\n")
     b.write("CATALOG.md", crlf)
-    assert write_catalog(tmp_path, FIXED_NOW + timedelta(days=1)).written is False
+    assert refresh_catalog(tmp_path, FIXED_NOW + timedelta(days=1)).written is False
     assert b.read("CATALOG.md") == crlf
 
 
 def test_write_refuses_a_pre_12_store_and_creates_nothing(tmp_path: Path) -> None:
     b = StoreBuilder(tmp_path).write("SPINE.md", INSTALLER_SPINE).tier("projects/x.md", "# X\n")
     with pytest.raises(DistilldError):
-        write_catalog(tmp_path, FIXED_NOW)
+        refresh_catalog(tmp_path, FIXED_NOW)
     assert not b.path("CATALOG.md").exists()
 
 
@@ -507,7 +507,7 @@ def rich_store(root: Path) -> StoreBuilder:
 def test_store_whose_catalog_was_just_written_has_no_c2_findings(tmp_path: Path) -> None:
     rich_store(tmp_path)
     assert any(m.startswith("file not in catalog") for m in c2_messages(tmp_path))
-    assert write_catalog(tmp_path, FIXED_NOW).written is True
+    assert refresh_catalog(tmp_path, FIXED_NOW).written is True
     assert c2_messages(tmp_path) == []
     catalog = (tmp_path / "CATALOG.md").read_text("utf-8")
     assert rebuilt(catalog) == "2026-12-01T07:00:00Z"
@@ -517,4 +517,4 @@ def test_store_whose_catalog_was_just_written_has_no_c2_findings(tmp_path: Path)
     assert "- craft/crlf.md | Windows-edited notes | validated 2026-11-20\n" in catalog
     assert "- archive/legacy/archive/projects/ember.md | Ember (finished 2026-05) | legacy\n" in catalog
     # and a second write is a no-op
-    assert write_catalog(tmp_path, FIXED_NOW + timedelta(days=5)).written is False
+    assert refresh_catalog(tmp_path, FIXED_NOW + timedelta(days=5)).written is False

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from distilld.actions.catalog import write_catalog
+from distilld.actions.catalog import refresh_catalog
 from distilld.policy import load_policy
 from distilld.store.budget import measure_budget
 from distilld.store.catalog import Catalog, render_catalog
@@ -179,13 +179,13 @@ def test_catalog_is_deterministic_idempotent_and_consistent(plan: dict) -> None:
         first = render_catalog(take_snapshot(root), now)
         assert first == render_catalog(take_snapshot(root), now)
 
-        outcome = write_catalog(root, now)
+        outcome = refresh_catalog(root, now)
         assert outcome.written is True
         written = (root / "CATALOG.md").read_bytes()
         assert written == first.encode("utf-8")
         # Re-rendering the store with its new catalog gives the same bytes, and a second write is a no-op.
         assert render_catalog(take_snapshot(root), now).encode("utf-8") == written
-        assert write_catalog(root, now + timedelta(days=1)).written is False
+        assert refresh_catalog(root, now + timedelta(days=1)).written is False
         assert (root / "CATALOG.md").read_bytes() == written
 
         bad = [f.message for f in check_c2(take_snapshot(root)) if f.code in CATALOG_CODES]

@@ -1,19 +1,22 @@
-"""The maintenance passes, each a plugin of one interface, registered in one table.
+"""The maintenance passes, each a plugin of one interface, listed in the one table (daemon/registry.py).
 
-A pass lives in ``engine/passes/<name>/``: ``plan.py`` (pure: a snapshot, the limits and now
-in, a plan out) and ``apply.py`` (the plan journalled and carried out by the one executor).
-What the rest of distilld needs of a pass is a ``Pass``: where its unfinished journals are,
-and how to recover them. The recovery at start, ``status`` (an interrupted pass) and every
-write pass's first step iterate over ``PASSES``, so adding a pass means adding it here
-(docs/adding-a-pass.md walks through one).
+A pass lives in ``engine/passes/<name>/``: ``plan.py`` (pure: a snapshot and the pass's context
+in, steps out) and, where its journal is not the internal one, ``apply.py``. What the rest of
+distilld needs of a pass is a ``Pass``: where its unfinished journals are, and how to recover
+them. A pass journalled in the internal format (engine/journal.py) gets both from
+``journalled_pass``; the others (gc's manifests, migration's PLAN.md, whose formats are fixed by
+the store format) name their own ``Pass`` in the registry. The recovery at start, ``status``
+(an interrupted pass) and every write pass's first step iterate over ``registered_passes``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
+from ...registry import PASSES, PassEntry
 from ..context import PassContext
 
 
@@ -33,44 +36,35 @@ class Recovered:
     outcome: object
 
 
-def _restore() -> Pass:
-    from .restore.apply import recover_restores, unfinished_restores
+def journalled_pass(name: str, journals: str) -> Pass:
+    """The ``Pass`` of a pass journalled in the internal format in the store folder ``journals``:
+    each unfinished journal is carried on from its last finished step, or rolled back where a
+    file changed under it."""
+    def unfinished(root: Path) -> list[Path]:
+        from ..journal import unfinished_journals
+        return [journal.path for journal in unfinished_journals(root / journals, name)]
 
     def recover(ctx: PassContext) -> Recovered:
-        outcome = recover_restores(ctx)
-        notes = [f"finished an interrupted restore of {', '.join(outcome.restored)}"] if outcome.restored else []
-        return Recovered(notes, outcome)
-    return Pass("restore", unfinished_restores, recover)
+        from ..apply import JournalRun, journal_before, run_journal
+        from ..journal import unfinished_journals
 
-
-def _gc() -> Pass:
-    from .gc.apply import recover_gc
-    from .gc.manifest import unfinished_manifests
-
-    def recover(ctx: PassContext) -> Recovered:
-        outcome = recover_gc(ctx)
-        return Recovered([f"finished an interrupted gc pass: archived {p}" for p in outcome.recovered]
-                + [f"finished an interrupted revert: restored {p}" for p in outcome.reverted]
-                         + [f"recorded a gc move that never completed: {p}" for p in outcome.abandoned], outcome)
-    return Pass("gc", lambda root: [m.path for m in unfinished_manifests(root)], recover)
-
-
-def _compaction() -> Pass:
-    from .compaction.apply import compaction_journals, recover_compaction
-
-    def recover(ctx: PassContext) -> Recovered:
-        run = recover_compaction(ctx)
+        run = JournalRun()
+        for journal in unfinished_journals(ctx.root / journals, name):
+            run.absorb(run_journal(ctx, journal, journal_before(ctx.root, journal)))
         if run.rolled_back is None:
-            return Recovered([f"finished an interrupted compaction ({len(run.steps_done)} steps)"], run)
-        return Recovered([run.rollback_note("an interrupted compaction")], run)
-    return Pass("compaction", lambda root: [j.path for j in compaction_journals(root)], recover)
+            return Recovered([f"finished an interrupted {name} ({len(run.steps_done)} steps)"], run)
+        return Recovered([run.rollback_note(f"an interrupted {name}")], run)
+    return Pass(name, unfinished, recover)
 
 
-def _migration() -> Pass:
-    from ...store.local import pending_migrations
-    return Pass("migration", lambda root: [p.parent for p in pending_migrations(root)], None)
+@cache
+def _plugin(entry: PassEntry) -> Pass:
+    return entry.load() if entry.plugin else journalled_pass(entry.name, entry.journals)
 
 
-# In recovery order: a restore and a gc pass first (their ledger lines are written), then a
-# compaction's planned writes; a migration waits for a person.
-PASSES: tuple[Pass, ...] = (_restore(), _gc(), _compaction(), _migration())
+def registered_passes(root: Path | None = None) -> Iterator[Pass]:
+    """Every registered pass, in recovery order; given ``root``, only those whose journal folder
+    exists there (the others have nothing to recover, and their modules need not be loaded)."""
+    for entry in PASSES:
+        if root is None or (root / entry.journals).exists():
+            yield _plugin(entry)

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from ....store.hook_clauses import distinctive_phrases
-from ....store.hooks import KEYWORDS, short_hook
+from ....store.hooks import KEYWORDS
 from ....store.split import CONTINUED_MARK
 from ....store.text import byte_len
 from ....store.tierfile import HEADING_RE, KnowledgeFile

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from ....store.limits import Limits
 from ....store.index_detail import hooks_not_held, was_cut_before
 from ....store.paths import SPINE, contained
-from ....store.spine import Pointer, Spine
+from ....store.spine import Spine
 from ....store.split import Limit, split_knowledge_file
 from ....store.text import byte_len
 from ....store.tierfile import append_index_details

@@ -21,6 +21,7 @@ from ....store.snapshot import Snapshot
 from ....store.spine import Spine, find_entry, room_problem
 from ....store.text import sha256_hex, sha256_norm_hex
 from ....store.tierfile import append_index_detail
+from .. import Pass, Recovered
 from ...context import PassContext
 from ...crash import crashpoint
 from ...executor import Executor, FileMove, FileWrite, LedgerAppend, Op, Pacer, PlanStopped, SpineEdit, Step, take_ledger
@@ -301,3 +302,13 @@ def _revert_step(ctx: PassContext, move: ManifestMove, reason: str) -> Step:
                 ops.append(FileWrite(move.source, sha256_hex(raw), data))
         ops.append(SpineEdit(move.source, entry, ctx.limits.spine.entry_max_bytes))
     return Step(f"revert {move.source}", ops)
+
+
+def _recover(ctx: PassContext) -> Recovered:
+    outcome = recover_gc(ctx)
+    return Recovered([f"finished an interrupted gc pass: archived {p}" for p in outcome.recovered]
+                     + [f"finished an interrupted revert: restored {p}" for p in outcome.reverted]
+                     + [f"recorded a gc move that never completed: {p}" for p in outcome.abandoned], outcome)
+
+
+PASS = Pass("gc", lambda root: [m.path for m in unfinished_manifests(root)], _recover)

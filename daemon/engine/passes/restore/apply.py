@@ -11,22 +11,20 @@ same steps in a journal of the new format.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ....store import fs
 from ....store.local import RESTORE_JOURNALS_DIR
 from ....store.snapshot import take_snapshot
 from ...apply import JournalRun, keep_previous_bytes, run_journal
+from .. import Pass, Recovered
 from ...context import BUDGET_CODES, PassContext
 from ...crash import crashpoint
 from ...executor import FileMove, LedgerAppend, Step
 from ...finish import SelfChecked
 from ...gate import planned_files, refuse_unless_plan_passes
-from ...journal import PassJournal, journal_order, new_journal, unfinished_journals
-from .plan import RestoreMember, RestoreRefused, member_steps, restore_steps
+from ...journal import PassJournal, new_journal, unfinished_journals
+from .plan import RestoreMember, RestoreRefused, restore_steps
 
 PASS_NAME = "restore"
 
@@ -78,54 +76,17 @@ def apply_restore(ctx: PassContext, members: list[RestoreMember]) -> RestoreOutc
 # -- recovery ---------------------------------------------------------------------------------
 
 def restore_journals(root: Path) -> list[PassJournal]:
-    """The restores a kill left unfinished (older JSON journals included), oldest first."""
+    """The restores a kill left unfinished, oldest first."""
     directory = root / RESTORE_JOURNALS_DIR
     return unfinished_journals(directory, PASS_NAME)
 
 
-def _older_journals(root: Path) -> list[tuple[Path, dict[str, Any]]]:
-    directory = root / RESTORE_JOURNALS_DIR
-    if not directory.is_dir():
-        return []
-    found = []
-    for path in sorted(directory.glob("*.json"), key=journal_order):
-        try:
-            data: dict[str, Any] = json.loads(path.read_text("utf-8"))
-            if not bool(data["finished"]):
-                found.append((path, data))
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise RestoreRefused(f"{path}: unreadable restore journal ({error}); check it by hand") from None
-    return found
-
-
 def unfinished_restores(root: Path) -> list[Path]:
-    return [j.path for j in restore_journals(root)] + [path for path, _ in _older_journals(root)]
-
-
-def _older_steps(root: Path, data: dict[str, Any], entry_cap: int) -> list[Step]:
-    """The steps an older journal's members have left (their stamps and entries are made on the
-    files as they are, so repeating a finished one changes nothing)."""
-    steps = []
-    for fields in data["members"]:
-        member = RestoreMember(**fields)
-        source = root / member.source
-        archived = source.read_bytes() if source.is_file() and not (root / member.path).exists() else None
-        steps += member_steps(member, str(data["today"]), entry_cap, archived, frozenset(member.steps))
-    return steps
-
-
-def _adopt_older(ctx: PassContext) -> None:
-    """Each unfinished older journal becomes a journal of the new format (its own file is then
-    closed); the steps are idempotent, so a kill between the two only repeats finished work."""
-    for path, data in _older_journals(ctx.root):
-        steps = _older_steps(ctx.root, data, ctx.limits.spine.entry_max_bytes)
-        new_journal(path.parent, PASS_NAME, ctx.now(), ctx.now_stamp(), steps).create()
-        fs.atomic_write(path, (json.dumps({**data, "finished": True, "superseded": True}, indent=2) + "\n").encode())
+    return [j.path for j in restore_journals(root)]
 
 
 def recover_restores(ctx: PassContext) -> RestoreOutcome:
     """Roll every interrupted restore forward, step by step, each step idempotent."""
-    _adopt_older(ctx)
     outcome = RestoreOutcome()
     for journal in restore_journals(ctx.root):
         outcome.restored += _restored_paths(journal.steps)
@@ -142,3 +103,12 @@ def _restored_paths(steps: list[Step]) -> list[str]:
         if path not in found:
             found.append(path)
     return found
+
+
+def _recover(ctx: PassContext) -> Recovered:
+    outcome = recover_restores(ctx)
+    notes = [f"finished an interrupted restore of {', '.join(outcome.restored)}"] if outcome.restored else []
+    return Recovered(notes, outcome)
+
+
+PASS = Pass(PASS_NAME, unfinished_restores, _recover)

@@ -3,7 +3,7 @@ comes back whole), with which SPINE entry, and the steps that do it. Pure: a sna
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ....errors import DistilldError
 from ....store.hooks import entry_within_cap
@@ -14,7 +14,7 @@ from ....store.snapshot import Snapshot
 from ....store.spine import room_problem
 from ....store.text import unescape_free_text
 from ....store.tierfile import append_index_detail, set_frontmatter
-from ...executor import FileMove, FileWrite, FrontmatterEdit, LedgerAppend, Op, SpineEdit, Step
+from ...executor import FileMove, FileWrite, FrontmatterEdit, LedgerAppend, SpineEdit, Step
 
 
 class RestoreRefused(DistilldError):
@@ -30,7 +30,6 @@ class RestoreMember:
     drift: bool  # differs from the ledger only by recall_count
     spine_entry: str  # the entry to add (already within the entry cap), "" to add none
     index_detail: str  # the whole saved hook, when the entry had to be shortened
-    steps: list[str] = field(default_factory=list)  # done steps, in a journal of an older version
 
 
 def _family(snapshot: Snapshot, archived: str) -> list[str]:
@@ -140,26 +139,21 @@ def legacy_copy_bytes(member: RestoreMember, archived: bytes, today: str) -> byt
     return append_index_detail(data, member.index_detail, today) if member.index_detail else data
 
 
-def member_steps(member: RestoreMember, today: str, entry_cap: int, archived: bytes | None,
-                 done: frozenset[str] = frozenset()) -> list[Step]:
+def member_steps(member: RestoreMember, today: str, entry_cap: int, archived: bytes | None) -> list[Step]:
     """A member's steps: the ledger line and the byte-exact move (one step, so the move is checked
     before the line is written), then the stamp, then the SPINE entry. The stamp and the entry
     are made on the files as they are when they run, so an edit made meanwhile (by the
-    distiller, after a kill) is kept; ``done`` names steps an older journal had finished."""
+    distiller, after a kill) is kept."""
     steps = []
     if member.event == "legacy copy":
-        if "copied" not in done and archived is not None:
+        if archived is not None:
             steps.append(Step(f"copy {member.source} to {member.path}",
                               [FileWrite(member.path, None, legacy_copy_bytes(member, archived, today))]))
     else:
-        first: list[Op] = []
-        if "ledger" not in done:
-            first.append(LedgerAppend(member.path, "restore", member.sha256, "user request",
-                                      modified=member.event == "restore (modified)"))
-        if "moved" not in done:
-            first.append(FileMove(member.source, member.path, member.sha256))
-        if first:
-            steps.append(Step(f"bring {member.source} back to {member.path}", first))
+        steps.append(Step(f"bring {member.source} back to {member.path}", [
+            LedgerAppend(member.path, "restore", member.sha256, "user request",
+                         modified=member.event == "restore (modified)"),
+            FileMove(member.source, member.path, member.sha256)]))
         steps.append(Step(f"stamp {member.path}", [FrontmatterEdit(
             member.path, {"last_updated": today}, ["recall_count"] if member.drift else [], member.index_detail,
             today)]))

@@ -604,42 +604,6 @@ def test_a_legacy_restore_onto_an_existing_file_is_refused(b: StoreBuilder) -> N
     assert files(b.root) == before
 
 
-# -- journals of the older format -------------------------------------------------------------------
-
-@pytest.mark.parametrize("done", [[], ["ledger"], ["ledger", "moved"]], ids=["nothing", "ledger", "moved"])
-def test_a_restore_journal_of_the_older_json_format_is_finished(tmp_path: Path, done: list[str]) -> None:
-    """A kill in the middle of a restore by an older distilld left ``data/restore-journals/*.json``
-    (members with the steps they had done): the next pass finishes it with the one executor."""
-    from distilld.actions.passes import locked_pass
-    from distilld.engine.recovery import finish_interrupted
-
-    root = tmp_path / "store"
-    healthy_store(root)
-    if "ledger" in done:
-        with (root / "archive/LEDGER.md").open("a") as ledger:
-            ledger.write(restore_line("projects/marlin.md", MARLIN_ARCHIVED, stamp="2026-11-30T11:00:00Z") + "\n")
-    if "moved" in done:
-        (root / "archive/projects/marlin.md").rename(root / "projects/marlin.md")
-    member = {"path": "projects/marlin.md", "source": "archive/projects/marlin.md", "event": "restore",
-              "sha256": sha(MARLIN_ARCHIVED), "drift": False, "spine_entry": MARLIN_ENTRY, "index_detail": "",
-              "steps": done}
-    older = root / "data/restore-journals/20261130T110000Z.json"
-    older.parent.mkdir(parents=True)
-    older.write_text(json.dumps({"today": "2026-11-30", "members": [member], "finished": False}, indent=2))
-
-    with locked_pass(root, POLICY, clock) as ctx:
-        resumed = finish_interrupted(ctx)
-    assert resumed.all_notes == ["finished an interrupted restore of projects/marlin.md"]
-    assert (root / "projects/marlin.md").read_bytes() == MARLIN_RESTORED
-    assert not (root / "archive/projects/marlin.md").exists()
-    restores = [line for line in ledger_lines(root) if " restore | from: archive/projects/marlin.md" in line]
-    assert len(restores) == 1  # the ledger line is written once, whichever step the kill came after
-    assert MARLIN_ENTRY in (root / "SPINE.md").read_text("utf-8")
-    assert json.loads(older.read_text())["finished"] is True
-    assert [p.suffix for p in sorted(older.parent.iterdir())] == [".json", ".jsonl"]
-    assert failing(check_store(take_snapshot(root), POLICY.limits)) == []
-
-
 def test_an_edit_after_a_killed_restore_step_is_kept_and_the_restore_finished(tmp_path: Path) -> None:
     """A kill after the file came back (its step marked), before the stamp; then the distiller
     edited SPINE.md and the file: the recovery stamps the file and adds the entry on the files as

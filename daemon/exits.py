@@ -1,4 +1,7 @@
-"""The exit codes of every command: one table, shown in `distilld --help` and in the README."""
+"""The exit codes of every command: one table, shown in `distilld --help` and in the README.
+
+Every exception and every command takes its code from here (the store lock's own exceptions
+carry the lock script's codes, which the command line maps to these)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ USAGE = 2
 NOT_RUNNING = 3
 LOCK_LOST = 4
 LOCK_HELD = 5
+ALREADY_RUNNING = LOCK_HELD  # another distilld follows the store: its instance lock is held
 STORE_UNSAFE = 6
 SYNC_SKIPPED = 7
 SYNC_FAILED = 8
