@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.apply import JournalRun
+from ..engine.context import PreviewInputs
 from ..engine.driver import drive
 from ..engine.passes.compaction.advice import CapFailure, cap_failures
 from ..engine.passes.compaction.apply import (
@@ -22,11 +23,11 @@ from ..engine.passes.compaction.apply import (
     compaction_journals,
     refuse_unless_compaction_allowed,
 )
-from ..engine.passes.compaction.plan import CompactionPlan, plan_compaction
-from ..engine.passes.migration.plan import unpointed_children
+from ..engine.passes.compaction.plan import CompactionPlan
+from ..engine.passes.compaction.plan import plan as compaction_planner
 from ..policy import Policy
 from ..store.paths import SPINE
-from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
+from ..store.snapshot import planned_snapshot, take_snapshot
 from ..store.text import clip
 from .passes import locked_pass, refuse_conflict_markers, refuse_unreadable_text, require_store_folder
 
@@ -96,18 +97,10 @@ def _outcome_dict(outcome: JournalRun | None) -> dict[str, Any] | None:
     }
 
 
-def plan_for(snapshot: Snapshot, policy: Policy, now: datetime) -> CompactionPlan:
-    """The compaction of the store as it is. A split child the SPINE misses (left by a pass that
-    could not be finished or undone) joins its parent's line, as migration does."""
-    files = snapshot.file_contents()
-    return plan_compaction(files, policy.limits, now.date().isoformat(),
-                           unpointed=unpointed_children(files, files.get(SPINE, b"")))
-
-
 def preview_compaction(store: Path, policy: Policy, now: datetime) -> CompactionReport:
     snapshot = take_snapshot(store)
     refuse_unless_compaction_allowed(snapshot)
-    report = CompactionReport("preview", plan_for(snapshot, policy, now))
+    report = CompactionReport("preview", compaction_planner(snapshot, PreviewInputs(policy.limits, lambda: now)))
     assert report.plan is not None
     report.over_caps = cap_failures(planned_snapshot(snapshot, report.plan.files), policy.limits,
                                     report.plan.breaches)
@@ -127,7 +120,7 @@ def run_compaction(store: Path, policy: Policy, clock: Callable[[], datetime], w
         refuse_conflict_markers(root)
         return preview_compaction(store, policy, clock())
     with locked_pass(store, policy, clock, wait) as ctx:
-        driven = drive(ctx, PASS_NAME, COMPACTION_JOURNALS_DIR, lambda before, ctx: plan_for(before, policy, ctx.now()),
+        driven = drive(ctx, PASS_NAME, COMPACTION_JOURNALS_DIR, compaction_planner,
                        refuse=refuse_unless_compaction_allowed, refused_as=CompactionRefused, what="compacted")
         plan = driven.plan
         report = CompactionReport("apply", plan, driven.outcome, driven.recovery, driven.notes)

@@ -13,25 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.apply import JournalRun
+from ..engine.context import PreviewInputs
 from ..engine.driver import drive
 from ..engine.guard import refuse_unless_settled
 from ..errors import StoreRefused
 from ..policy import Policy
 from ..registry import PassEntry
-from ..store.limits import Limits
 from ..store.snapshot import Snapshot, take_snapshot
 from .passes import locked_pass, refuse_conflict_markers, refuse_unreadable_text, require_store_folder
-
-
-@dataclass(frozen=True)
-class PreviewInputs:
-    """What a preview plans with: the limits and the time, as a pass's context gives them."""
-
-    limits: Limits
-    clock: Callable[[], datetime]
-
-    def now(self) -> datetime:
-        return self.clock()
 
 
 @dataclass

@@ -9,16 +9,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.context import PassContext
+from ..engine.context import PassContext, PreviewInputs
 from ..engine.passes.gc.apply import GcOutcome, apply_gc, refuse_unless_gc_allowed, resolve_manifest, revert_gc
-from ..engine.passes.gc.plan import plan_gc
+from ..engine.passes.gc.plan import plan as gc_planner
 from ..engine.passes.gc.manifest import all_manifests, unfinished_manifests
 from ..engine.passes.gc.model import GcPlan, render_gc_plan
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
 from ..store.local import lifecycle_enabled
-from ..store.snapshot import Snapshot, take_snapshot
-from ..store.stamps import format_utc
+from ..store.snapshot import take_snapshot
 from .passes import locked_pass, refuse_conflict_markers
 from .report import self_check_lines
 
@@ -56,15 +55,11 @@ def _outcome_dict(outcome: GcOutcome | None) -> dict[str, Any] | None:
     return data
 
 
-def _plan(snapshot: Snapshot, policy: Policy, now: datetime) -> GcPlan:
-    return plan_gc(snapshot, now.date(), format_utc(now), policy.limits)
-
-
 def preview_gc(store: Path, policy: Policy, now: datetime) -> GcReport:
     snapshot = take_snapshot(store)
     refuse_unless_gc_allowed(snapshot)
     refuse_conflict_markers(snapshot.root)
-    report = GcReport("preview", _plan(snapshot, policy, now))
+    report = GcReport("preview", gc_planner(snapshot, PreviewInputs(policy.limits, lambda: now)))
     for manifest in unfinished_manifests(snapshot.root):
         report.notes.append(f"unfinished manifest {manifest.path}: --apply recovers it first")
     return report
@@ -81,7 +76,7 @@ def run_gc_apply(store: Path, policy: Policy, clock: Callable[[], datetime], wai
         report = GcReport("apply")
         _finish_interrupted(ctx, report)
         before = take_snapshot(ctx.root)
-        report.plan = _plan(before, policy, ctx.now())
+        report.plan = gc_planner(before, ctx)
         report.outcome = apply_gc(ctx, report.plan, before)
         return report
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..engine.passes.gc.apply import refuse_unless_gc_allowed
 from ..engine.recovery import finish_interrupted
 from ..engine.passes.restore.apply import RestoreOutcome, apply_restore
-from ..engine.passes.restore.plan import plan_restore
+from ..engine.passes.restore.plan import plan as restore_planner
 from ..policy import Policy
 from ..store.paths import strip_archive
 from ..store.snapshot import take_snapshot
@@ -29,8 +29,8 @@ def run_restore(store: Path, path: str, policy: Policy, clock: Callable[[], date
             recovered.notes = resumed.all_notes + recovered.notes
             return recovered  # this very restore was interrupted; finishing it was the whole job
         notes = resumed.all_notes
-        members = plan_restore(take_snapshot(ctx.root), path, policy.limits)
-        outcome = apply_restore(ctx, members)
+        before = take_snapshot(ctx.root)
+        outcome = apply_restore(ctx, restore_planner(before, ctx, given=path), before)
         outcome.notes = notes + outcome.notes
         return outcome
 

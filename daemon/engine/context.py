@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 from ..store.findings import Finding
 from ..store.invariants import check_c1, check_c3, check_store
@@ -15,6 +16,28 @@ from ..store.safety import unsafe_name_reason
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.stamps import format_utc
 from .lock import StoreLock
+
+class PlanInputs(Protocol):
+    """What every pass's planner, ``plan(snapshot, ctx)``, takes from its context besides the
+    snapshot: the limits and the time. A ``PassContext`` is one (a pass under the lock); a
+    preview, which holds no lock, plans with ``PreviewInputs``."""
+
+    @property
+    def limits(self) -> Limits: ...
+
+    def now(self) -> datetime: ...
+
+
+@dataclass(frozen=True)
+class PreviewInputs:
+    """The limits and the clock a preview plans with (no lock is held, nothing is written)."""
+
+    limits: Limits
+    clock: Callable[[], datetime]
+
+    def now(self) -> datetime:
+        return self.clock()
+
 
 # Budget breaches a pass may find and leave: gc and restore do not compact, so a store that was
 # over a cap before the pass is not failed by it, as long as the pass made no breach of its own.

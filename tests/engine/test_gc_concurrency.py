@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distilld.actions.gc import _plan, run_gc_apply, run_gc_revert
+from distilld.actions.gc import gc_planner, run_gc_apply, run_gc_revert
 from distilld.engine.context import PassContext
 from distilld.engine.crash import CRASH_ENV
 from distilld.engine.passes.gc.apply import apply_gc, recover_gc
 from distilld.engine.passes.gc.manifest import all_manifests
 from distilld.engine.lock import AcquireKind, StoreLock, read_lock
 from distilld.engine.passes.restore.apply import apply_restore, recover_restores, unfinished_restores
-from distilld.engine.passes.restore.plan import plan_restore
+from distilld.engine.passes.restore.plan import plan
 from distilld.errors import LockHeld, LockLost
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
@@ -234,7 +234,7 @@ def test_gc_pass_taken_over_as_stale_stops_at_its_next_heartbeat(tmp_path: Path)
     lock.acquire()
     ctx = PassContext(root, lock, _real_clock, LIMITS)
     before = take_snapshot(root)
-    plan = _plan(before, load_policy(), ctx.now())
+    plan = gc_planner(before, ctx)
     assert [m.source for m in plan.moves] == MOVED
     ledger_lines = len(before.ledger.events) if before.ledger else 0
 
@@ -277,12 +277,14 @@ def test_restore_taken_over_as_stale_stops_at_its_next_heartbeat(tmp_path: Path)
     lock = StoreLock(root, "distilld.test", stale_seconds=300, clock=FrozenClock(t0))
     lock.acquire()
     ctx = PassContext(root, lock, _real_clock, LIMITS)
-    members = plan_restore(take_snapshot(root), "projects/a.md", policy.limits)
+    before = take_snapshot(root)
+    restore_plan = plan(before, ctx, given="projects/a.md")
+    members = restore_plan.members
     assert [m.path for m in members] == ["projects/a.md", "projects/a-2.md"]
 
     thief, thief_line = _steal(root, 300, t0)
     with pytest.raises(LockLost):
-        apply_restore(ctx, members)
+        apply_restore(ctx, restore_plan, before)
 
     assert (root / ".lock").read_bytes() == thief_line
     back = [m.path for m in members if (root / m.path).exists()]

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 from builders import EM, FIXED_NOW, StoreBuilder, healthy_store
-from distilld.actions.compaction import plan_for, run_compaction
+from distilld.actions.compaction import run_compaction
+from distilld.engine.passes.compaction.plan import plan as plan_compaction_of
 from distilld.actions.gc import preview_gc, run_gc_apply
 from distilld.actions.migrate import run_migrate
 from distilld.actions.passes import locked_pass
@@ -199,7 +200,7 @@ def test_a_plan_that_would_fail_c1_to_c3_is_refused_before_the_first_write(tmp_p
     shutil.copytree(root, tmp_path / "before")
     with locked_pass(root, POLICY, clock) as ctx:
         before = take_snapshot(ctx.root)
-        plan = plan_for(before, POLICY, ctx.now())
+        plan = plan_compaction_of(before, ctx)
         if spoil == "entry-over-its-cap":  # the last SPINE write gets an entry of 500 bytes
             write = plan.steps[-1].ops[-1]
             assert isinstance(write, FileWrite) and write.path == "SPINE.md"

@@ -6,7 +6,7 @@ it would leave (engine/gate.py) and refused before anything is written if it wou
 rolled back when a file changes under it or its self-check fails; its recovery is the generic
 one of such passes (engine/passes/__init__.py).
 A rollback that could not be made leaves the split children their SPINE pointers for the next
-plan to see (actions/compaction.py: plan_for).
+plan to see (plan.py: plan).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ....store.limits import Limits
+from ....store.snapshot import Snapshot
 from ....store.index_detail import hooks_not_held, was_cut_before
 from ....store.paths import SPINE, contained
 from ....store.spine import Spine
@@ -20,6 +21,7 @@ from ....store.split import Limit, split_knowledge_file
 from ....store.text import byte_len
 from ....store.tierfile import append_index_details
 from ...cancel import checkpoint
+from ...context import PlanInputs
 from ...executor import Step
 from ...progress import report as report_progress
 from .fit import SpineRoom, spine_floor, spine_refusal
@@ -192,6 +194,17 @@ def _details(model: SpineModel) -> list[tuple[str, str]]:
         if (entry.cut or entry.merged or entry.normalized) and entry.detail_target and entry.original_hook:
             found.append((entry.detail_target, entry.original_hook))
     return found
+
+
+def plan(snapshot: Snapshot, ctx: PlanInputs) -> CompactionPlan:
+    """The pass's planner: the compaction of the store as it is. A split child the SPINE misses
+    (left by a pass that could not be finished or undone) joins its parent's line, as migration
+    does."""
+    from ..migration.plan import unpointed_children
+
+    files = snapshot.file_contents()
+    return plan_compaction(files, ctx.limits, ctx.now().date().isoformat(),
+                           unpointed=unpointed_children(files, files.get(SPINE, b"")))
 
 
 def plan_compaction(files: dict[str, bytes], limits: Limits, today: str,

@@ -16,9 +16,11 @@ from ....store.mentions import path_mentions
 from ....store.paths import archived_path, contained
 from ....store.safety import unsafe_name_reason
 from ....store.snapshot import Snapshot
+from ....store.stamps import format_utc
 from ....store.spine import Spine, SpineEditor
 from ....store.text import clip, encode
 from ....store.tierfile import parse_inline_list
+from ...context import PlanInputs
 from .model import GcPlan, Move, Skip
 
 
@@ -75,6 +77,13 @@ def _hook_links(spine: Spine | None) -> dict[str, int]:
             if pointer not in leading:
                 links.setdefault(pointer, entry.line_index + 1)
     return links
+
+
+def plan(snapshot: Snapshot, ctx: PlanInputs) -> GcPlan:
+    """The pass's planner: what the lifecycle archives now. Its steps are the moves' (gc's journal
+    is the manifest the store format fixes, which names moves)."""
+    now = ctx.now()
+    return plan_gc(snapshot, now.date(), format_utc(now), ctx.limits)
 
 
 def plan_gc(snapshot: Snapshot, today: date, now_stamp: str, limits: Limits) -> GcPlan:

@@ -22,12 +22,12 @@ from ....store import fs
 from ....store.findings import Finding
 from ....store.invariants import check_store
 from ....store.ledger import restore_event
-from ....store.local import lifecycle_enabled, pending_migrations
+from ....store.local import pending_migrations
 from ....store.lossless import check_c4
 from ....store.paths import CATALOG, LEDGER, SPINE, TIERS
 from ....store.snapshot import take_snapshot
 from ....store.text import encode, sha256_hex
-from ...context import PassContext
+from ...context import PassContext, PlanInputs, PreviewInputs
 from ...crash import crashpoint
 from .checklist import (
     ITEM_ARCHIVE,
@@ -43,7 +43,8 @@ from .checklist import (
     new_dir,
     render_plan_md,
 )
-from .plan import MigrationPlan, plan_migration
+from .plan import MigrationPlan
+from .plan import plan as migration_planner
 from ..compaction.advice import CapFailure, cap_failures
 from ..gc.model import Move
 from ...progress import report as report_progress
@@ -98,14 +99,14 @@ def _refusal_message(plan: MigrationPlan) -> str:
     return "\n".join(lines)
 
 
-def _make_plan(root: Path, policy: Policy, now: datetime) -> MigrationPlan:
+def _make_plan(root: Path, ctx: PlanInputs) -> MigrationPlan:
     report_progress("reading the store", 0, 2)
     snapshot = take_snapshot(root)
     snapshot.require_readable()
     report_progress("planning the migration", 1, 2)
-    plan = plan_migration(snapshot, policy.limits, now, lifecycle_enabled(root))
+    made = migration_planner(snapshot, ctx)
     report_progress("planning the migration", 2, 2)
-    return plan
+    return made
 
 
 # -- preview ----------------------------------------------------------------------------------
@@ -114,7 +115,7 @@ def preview_migration(root: Path, policy: Policy, now: datetime, write_plan: boo
     """Write data/migration/<UTC>/PLAN.md; change nothing else. A store already migrated gets no
     PLAN.md (there is nothing to plan: each preview left another one), nor does one this user
     may not write (``write_plan`` False: the preview is printed only)."""
-    plan = _make_plan(root, policy, now)
+    plan = _make_plan(root, PreviewInputs(policy.limits, lambda: now))
     outcome = MigrateOutcome("preview", plan)
     if write_plan and not plan.is_noop:
         directory = new_dir(root, plan.ts)
@@ -136,7 +137,7 @@ def apply_migration(ctx: PassContext, policy: Policy) -> MigrateOutcome:
     if pending:
         raise MigrationRefused(f"{pending[0]}: another migration is PENDING; run `distilld migrate --finish` "
                                "or `--revert` first")
-    plan = _make_plan(root, policy, ctx.now())
+    plan = _make_plan(root, ctx)
     if plan.is_noop:
         return MigrateOutcome("apply", plan, notes=["the store is already in the 1.2 layout: nothing to migrate"])
     if plan.refused:

@@ -36,6 +36,7 @@ from ....store.tierfile import KnowledgeFile
 from ..compaction.advice import spine_advice, topic_advice
 from ..compaction.plan import CompactionPlan, is_tier_path, plan_compaction
 from ..gc.plan import plan_gc
+from ...context import PlanInputs
 from ...journal import compact_utc
 from ..gc.model import Move
 from ...executor import FileMove, FileWrite, Step, TwinAppend
@@ -143,6 +144,14 @@ def unpointed_children(files: dict[str, bytes], spine_raw: bytes) -> list[tuple[
         if path not in spine.pointer_set and find_entry(spine, parent) is not None:
             found.setdefault(parent, []).append(path)
     return list(found.items())
+
+
+def plan(snapshot: Snapshot, ctx: PlanInputs) -> MigrationPlan:
+    """The pass's planner. Whether the lifecycle may archive is this machine's setting (the
+    store's local `.lifecycle`), read here beside the snapshot."""
+    from ....store.local import lifecycle_enabled
+
+    return plan_migration(snapshot, ctx.limits, ctx.now(), lifecycle_enabled(snapshot.root))
 
 
 def plan_migration(snapshot: Snapshot, limits: Limits, now: datetime, lifecycle_enabled: bool) -> MigrationPlan:

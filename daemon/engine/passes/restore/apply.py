@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ....store.local import RESTORE_JOURNALS_DIR
-from ....store.snapshot import take_snapshot
+from ....store.snapshot import Snapshot
 from ...apply import JournalRun, keep_previous_bytes, run_journal
 from .. import Pass, Recovered
 from ...context import BUDGET_CODES, PassContext
@@ -24,7 +24,7 @@ from ...executor import FileMove, LedgerAppend, Step
 from ...finish import SelfChecked
 from ...gate import planned_files, refuse_unless_plan_passes
 from ...journal import PassJournal, new_journal, unfinished_journals
-from .plan import RestoreMember, RestoreRefused, restore_steps
+from .plan import RestoreMember, RestorePlan, RestoreRefused
 
 PASS_NAME = "restore"
 
@@ -54,10 +54,9 @@ def _member_notes(member: RestoreMember) -> list[str]:
     return notes
 
 
-def apply_restore(ctx: PassContext, members: list[RestoreMember]) -> RestoreOutcome:
-    before = take_snapshot(ctx.root)
-    today = ctx.now().date().isoformat()
-    steps = restore_steps(before, members, today, ctx.limits.spine.entry_max_bytes)
+def apply_restore(ctx: PassContext, plan: RestorePlan, before: Snapshot) -> RestoreOutcome:
+    """Carry out a plan made from ``before`` (read under the same lock)."""
+    members, steps = plan.members, plan.steps
     planned = planned_files(before, steps, ctx.now_stamp())
     restored = {m.path for m in members}
     refuse_unless_plan_passes(ctx, before, planned, "restored", RestoreRefused, lossless=False,

@@ -14,6 +14,7 @@ from ....store.snapshot import Snapshot
 from ....store.spine import room_problem
 from ....store.text import unescape_free_text
 from ....store.tierfile import append_index_detail, set_frontmatter
+from ...context import PlanInputs
 from ...executor import FileMove, FileWrite, FrontmatterEdit, LedgerAppend, SpineEdit, Step
 
 
@@ -160,6 +161,21 @@ def member_steps(member: RestoreMember, today: str, entry_cap: int, archived: by
     if member.spine_entry:
         steps.append(Step(f"point the SPINE at {member.path}", [SpineEdit(member.path, member.spine_entry, entry_cap)]))
     return steps
+
+
+@dataclass
+class RestorePlan:
+    """What a restore brings back (a split family comes back whole) and the steps that do it."""
+
+    members: list[RestoreMember]
+    steps: list[Step]
+
+
+def plan(snapshot: Snapshot, ctx: PlanInputs, *, given: str) -> RestorePlan:
+    """The pass's planner (``given``, the path asked for, is bound before the pass plans)."""
+    members = plan_restore(snapshot, given, ctx.limits)
+    steps = restore_steps(snapshot, members, ctx.now().date().isoformat(), ctx.limits.spine.entry_max_bytes)
+    return RestorePlan(members, steps)
 
 
 def restore_steps(snapshot: Snapshot, members: list[RestoreMember], today: str, entry_cap: int) -> list[Step]:

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 from builders import EM, FIXED_NOW, StoreBuilder, healthy_store
-from distilld.actions.compaction import plan_for, run_compaction
+from distilld.actions.compaction import run_compaction
+from distilld.engine.context import PreviewInputs
+from distilld.engine.passes.compaction.plan import plan as plan_compaction_of
 from distilld.engine.cancel import PassStopped, stoppable
 from distilld.engine.passes.compaction import continuation
 from distilld.engine.passes.compaction import plan as plan_module
@@ -112,7 +114,7 @@ def work_of(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     monkeypatch.setattr(continuation, "distinctive_phrases", counted)
     snapshot = take_snapshot(root)
     profile = cProfile.Profile()
-    profile.runcall(plan_for, snapshot, POLICY, FIXED_NOW)
+    profile.runcall(plan_compaction_of, snapshot, PreviewInputs(POLICY.limits, lambda: FIXED_NOW))
     monkeypatch.undo()
     return int(pstats.Stats(profile).total_calls), names[0]  # type: ignore[attr-defined]
 
@@ -187,7 +189,7 @@ def test_a_spine_no_compaction_can_fit_is_refused_at_once_with_the_figures(
 def test_a_spine_that_can_fit_is_still_planned(tmp_path: Path) -> None:
     root = tmp_path / "store"
     bloated_spine(root, 120)  # over its caps, but merges bring it within them
-    plan = plan_for(take_snapshot(root), POLICY, FIXED_NOW)
+    plan = plan_compaction_of(take_snapshot(root), PreviewInputs(POLICY.limits, lambda: FIXED_NOW))
     assert plan.steps and not plan.breaches
     assert plan.spine_after[0] <= LIMITS.spine.max_lines and plan.spine_after[1] <= LIMITS.spine.max_bytes
 
@@ -203,14 +205,14 @@ def test_a_stop_asked_for_ends_the_planning_at_its_next_boundary(tmp_path: Path)
         return asked[0] > 3
 
     with stoppable(stop_after_a_few_looks), pytest.raises(PassStopped):
-        plan_for(snapshot, POLICY, FIXED_NOW)
+        plan_compaction_of(snapshot, PreviewInputs(POLICY.limits, lambda: FIXED_NOW))
     assert asked[0] == 4  # it stopped at the first boundary after the stop
 
 
 def test_the_same_file_is_split_where_the_spine_has_room(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store_with_big_file(root, 3000)
-    plan = plan_for(take_snapshot(root), POLICY, FIXED_NOW)
+    plan = plan_compaction_of(take_snapshot(root), PreviewInputs(POLICY.limits, lambda: FIXED_NOW))
     [split] = [s for s in plan.splits if s.path == "craft/huge.md"]
     assert len(split.children) >= 50  # 3,000 lines need 51 pieces at the least
 

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 from builders import EM, StoreBuilder
-from distilld.actions.compaction import plan_for, render_json, render_plan, render_text, run_compaction
+from distilld.actions.compaction import render_json, render_plan, render_text, run_compaction
+from distilld.engine.context import PreviewInputs
+from distilld.engine.passes.compaction.plan import plan as plan_compaction_of
 from distilld.cli import main as cli_main
 from distilld.engine.passes.compaction.apply import CompactionRefused
 from distilld.policy import load_policy, parse_policy
@@ -322,7 +324,7 @@ def test_the_hook_floors_and_the_note_come_from_the_policy(tmp_path: Path) -> No
     snapshot = take_snapshot(tmp_path)
 
     def plan(spine: str) -> tuple[int, bool, bool]:
-        compaction = plan_for(snapshot, parse_policy(f"[spine]\nentry_target_bytes = 150\n{spine}", "test.toml"), NOW)
+        compaction = plan_compaction_of(snapshot, PreviewInputs(parse_policy(f"[spine]\nentry_target_bytes = 150\n{spine}", "test.toml").limits, lambda: NOW))
         noted = any(line.startswith("note: the pointer groups leave room") for line in render_plan(compaction, "h"))
         return compaction.floor, compaction.floor_lowered, noted
 

@@ -120,14 +120,14 @@ def test_a_gc_whose_lock_is_taken_over_stops_before_its_next_write(store: Path,
 def planned_as(monkeypatch: pytest.MonkeyPatch, change: Callable[[GcPlan], None]) -> None:
     """gc's plan, changed by ``change`` before it is carried out: a plan the planner never makes,
     for the checks behind it."""
-    real = gc_action._plan
+    real = gc_action.gc_planner
 
     def changed(*args: Any) -> GcPlan:
         plan = real(*args)
         change(plan)
         return plan
 
-    monkeypatch.setattr(gc_action, "_plan", changed)
+    monkeypatch.setattr(gc_action, "gc_planner", changed)
 
 
 def test_a_plan_that_would_break_the_store_is_refused_before_the_first_write(store: Path,
