@@ -40,6 +40,12 @@ class DrivenReport:
     def changed(self) -> list[str]:
         return sorted({path for run in (self.recovery, self.outcome) if run is not None for path, _ in run.written})
 
+    def commit_message(self) -> tuple[str, list[str]]:
+        """The subject and body of the pass's commit, the same from the command line and the daemon."""
+        count = len(self.changed)
+        return (f"distilld: {self.name} ({len(self.steps)} steps, {count} file{'' if count == 1 else 's'} written)",
+                [f"{self.name}: {title}" for title in self.steps])
+
     def to_dict(self) -> dict[str, Any]:
         return {"pass": self.name, "mode": self.mode, "ok": self.ok, "steps": self.steps, "notes": self.notes,
                 "written": self.changed,

@@ -31,6 +31,18 @@ class GcReport:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def archived(self) -> list[str]:
+        """Every file this pass archived: those an interrupted pass left, then its own moves."""
+        return [path for outcome in (self.recovery, self.outcome) if outcome is not None
+                for path in (*outcome.recovered, *outcome.moved)]
+
+    def commit_message(self) -> tuple[str, list[str]]:
+        """The subject and body of the pass's commit, the same from the command line and the daemon."""
+        count = len(self.archived)
+        return (f"distilld: lifecycle archived {count} file{'' if count == 1 else 's'}",
+                [f"archived {path}" for path in self.archived])
+
+    @property
     def ok(self) -> bool:
         return all(o is None or o.ok for o in (self.outcome, self.recovery))
 

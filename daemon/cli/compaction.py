@@ -40,8 +40,11 @@ def compact(ctx: click.Context, wait: float, as_json: bool) -> None:
 
     store, the_policy = store_path(ctx), policy(ctx)
     if chosen_mode(ctx, "preview") == "apply":
-        with committed(store, "compaction", the_policy, wait):
+        from ..runtime.compaction_report import describe_compaction
+
+        with committed(store, "compaction", the_policy, wait) as record:
             report = compaction_action.run_compaction(store, the_policy, now, wait, apply=True)
+            record.subject, record.body = describe_compaction(report).commit_message()
     else:
         report = compaction_action.run_compaction(store, the_policy, now, wait, apply=False)
     emit_report("compact", report, as_json, compaction_action.render_text, compaction_action.render_json)

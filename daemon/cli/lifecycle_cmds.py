@@ -49,9 +49,7 @@ def gc(ctx: click.Context, manifest: str | None, wait: float, as_json: bool) -> 
     if mode == "apply":
         with committed(store, "lifecycle", the_policy, wait) as record:
             report = gc_action.run_gc_apply(store, the_policy, now, wait)
-            moved = report.outcome.moved if report.outcome else []
-            record.subject = f"distilld: archived {len(moved)} file{'s' if len(moved) != 1 else ''}"
-            record.body = [f"archived {path}" for path in moved]
+            record.subject, record.body = report.commit_message()
     elif mode == "revert":
         with committed(store, "revert", the_policy, wait) as record:
             report = gc_action.run_gc_revert(store, the_policy, now, manifest, wait)

@@ -23,8 +23,9 @@ def driven_command(name: str, summary: str) -> click.Command:
         entry = pass_of_command(name)
         store, the_policy = store_path(ctx), policy(ctx)
         if chosen_mode(ctx, "preview") == "apply":
-            with committed(store, entry.name, the_policy, wait):
+            with committed(store, entry.name, the_policy, wait) as record:
                 report = driven_pass.run_driven_pass(store, entry, the_policy, now, wait, apply=True)
+                record.subject, record.body = report.commit_message()
         else:
             report = driven_pass.run_driven_pass(store, entry, the_policy, now, wait, apply=False)
         emit_report(entry.name, report, as_json, driven_pass.render_text, driven_pass.render_json)

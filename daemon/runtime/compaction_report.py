@@ -20,6 +20,10 @@ class CompactionResult:
     lines: list[str] = field(default_factory=list)  # one activity line per thing done
     changed: list[str] = field(default_factory=list)
 
+    def commit_message(self) -> tuple[str, list[str]]:
+        """The subject and body of the pass's commit, the same from the command line and the daemon."""
+        return f"distilld: compaction ({self.summary})", self.lines
+
 
 def describe_compaction(report: CompactionReport) -> CompactionResult:
     """Plain words for a compaction report: one line per thing done, and a summary."""

@@ -17,7 +17,7 @@ def run_registered_pass(env: JobEnv, job: str, trigger: str) -> PassResult:
     with env.exclusive(job), env.git.operation(entry.name) as operation:
         report = run_driven_pass(env.store, entry, env.policy, env.clock, wait=0, apply=True)
         changed = report.changed
-        operation.describe(f"distilld: {entry.name} ({plural(len(changed), 'file')} written)", changed)
+        operation.describe(*report.commit_message())
     for note in report.notes:
         env.activity.write(f"{entry.name}: {note}")
     report_operation(env, f"the {entry.name}", operation)

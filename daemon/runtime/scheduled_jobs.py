@@ -26,7 +26,7 @@ def lifecycle_pass(env: JobEnv, trigger: str) -> PassResult:
     with env.exclusive("lifecycle"), env.git.operation("lifecycle") as operation:
         report = run_gc_apply(env.store, env.policy, env.clock, wait=0, scheduled=True)
         moved = _report_gc(env, report)
-        operation.describe(f"distilld: lifecycle archived {plural(len(moved), 'file')}", moved)
+        operation.describe(*report.commit_message())
     report_operation(env, "the lifecycle pass", operation)
     if moved:
         _measure_again(env, "lifecycle")
@@ -82,7 +82,7 @@ def compaction(env: JobEnv, trigger: str) -> PassResult:
         return waiting
     with env.exclusive("compaction"), env.git.operation("compaction") as operation:
         result = describe_compaction(run_compaction(env.store, env.policy, env.clock, wait=0, apply=True))
-        operation.describe(f"distilld: compaction ({result.summary})", result.lines)
+        operation.describe(*result.commit_message())
     for line in result.lines:
         env.activity.write(line)
     report_operation(env, "the compaction", operation)

@@ -96,7 +96,7 @@ def test_maintenance_commands_commit_exactly_what_they_changed(tmp_path: Path,
 
     code, _, err = run(capsys, "gc", str(store), "--apply")
     assert code == 0 and "committed the lifecycle" in err
-    assert log()[0] == "distilld: archived 1 file"
+    assert log()[0] == "distilld: lifecycle archived 1 file"  # as the daemon's lifecycle job says it
     assert files_of("HEAD") == ["CATALOG.md", "SPINE.md", "archive/LEDGER.md", "archive/projects/heron.md",
                                 "projects/heron.md"]
     code, _, err = run(capsys, "restore", "projects/heron.md", str(store))
@@ -104,3 +104,48 @@ def test_maintenance_commands_commit_exactly_what_they_changed(tmp_path: Path,
     assert log()[0] == "distilld: restored projects/heron.md"
     status = subprocess.run(["git", "-C", str(store), "status", "--porcelain"], capture_output=True, text=True)
     assert status.stdout == ""  # nothing the operations wrote is left uncommitted (data/ is ignored)
+
+
+def test_a_compaction_is_committed_with_the_same_message_from_the_command_line_and_the_daemon(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+    import threading
+
+    from distilld.engine.lock import default_owner
+    from distilld.log import ActivityLog, StatusFile
+    from distilld.policy import load_policy
+    from distilld.runtime.job_runner import run_job
+    from distilld.runtime.jobs import JobEnv
+    from distilld.runtime.store_git import StoreGit
+    from distilld.settings import load_settings
+
+    long_entry = ("- [Kestrel](projects/kestrel.md) \u2014 " + "the kestrel release train and its many checks, " * 12
+                  + "Read when releasing.\n")
+    stores = []
+    for name in ("by-hand", "by-daemon"):
+        b = healthy_store(tmp_path / name)
+        b.write("SPINE.md", b.read("SPINE.md") + long_entry.encode())  # one entry over the 400-byte cap
+        b.rebuild_catalog()
+        run(capsys, "init", str(b.root))
+        stores.append(b.root)
+
+    code, _, err = run(capsys, "compact", "--apply", str(stores[0]))
+    assert code == 0 and "committed the compaction" in err, err
+
+    store = stores[1]
+    settings = load_settings(overrides={"store": str(store)})
+    policy = load_policy()
+    env = JobEnv(settings=settings, policy=policy, store=store, owner=default_owner(),
+                 status=StatusFile(tmp_path / "status.json", {}), activity=ActivityLog(tmp_path / "activity.log"),
+                 stop=threading.Event(), lock_changed=threading.Event(),
+                 git=StoreGit(store, settings, policy, lambda: FIXED_NOW), clock=lambda: FIXED_NOW)
+    assert run_job(env, "compaction", "schedule").ok
+
+    def last_message(root: Path) -> str:
+        # the subject and the body; the trailers name the pass's own id
+        return subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%B"], capture_output=True,
+                              text=True, check=True).stdout.split("\nDistilld-", 1)[0]
+
+    by_hand, by_daemon = last_message(stores[0]), last_message(stores[1])
+    assert by_hand.startswith("distilld: compaction (SPINE.md ") and "compacted SPINE.md" in by_hand, by_hand
+    assert by_hand == by_daemon
