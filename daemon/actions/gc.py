@@ -84,20 +84,22 @@ def run_gc_apply(store: Path, policy: Policy, clock: Callable[[], datetime], wai
     if scheduled and not lifecycle_enabled(store.expanduser()):
         return GcReport("apply", notes=["lifecycle is disabled for this store (.lifecycle); moved nothing"])
     with locked_pass(store, policy, clock, wait) as ctx:
-        refuse_unless_gc_allowed(take_snapshot(ctx.root))
+        allowed = ctx.snapshot()
+        refuse_unless_gc_allowed(allowed)
         report = GcReport("apply")
-        _finish_interrupted(ctx, report)
-        before = take_snapshot(ctx.root)
+        recovered = _finish_interrupted(ctx, report)
+        before = take_snapshot(ctx.root) if recovered else allowed  # nothing written since that read
         report.plan = gc_planner(before, ctx)
         report.outcome = apply_gc(ctx, report.plan, before)
         return report
 
 
-def _finish_interrupted(ctx: PassContext, report: GcReport) -> None:
-    """What a killed pass left is finished first, and said."""
+def _finish_interrupted(ctx: PassContext, report: GcReport) -> bool:
+    """What a killed pass left is finished first, and said; whether there was any."""
     resumed = finish_interrupted(ctx)
     report.recovery = resumed.outcome("gc", GcOutcome)
     report.notes += resumed.notes_besides("gc")  # the gc recovery itself is shown as report.recovery
+    return bool(resumed.outcomes)
 
 
 def run_gc_revert(store: Path, policy: Policy, clock: Callable[[], datetime], manifest: str | None,

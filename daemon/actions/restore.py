@@ -22,14 +22,15 @@ def run_restore(store: Path, path: str, policy: Policy, clock: Callable[[], date
                 wait: float = 0) -> RestoreOutcome:
     """Finish whatever a killed pass left (reported as notes), then restore ``path``."""
     with locked_pass(store, policy, clock, wait) as ctx:
-        refuse_unless_gc_allowed(take_snapshot(ctx.root))
+        allowed = ctx.snapshot()
+        refuse_unless_gc_allowed(allowed)
         resumed = finish_interrupted(ctx)
         recovered = resumed.outcome("restore", RestoreOutcome)
         if recovered is not None and strip_archive(path) in recovered.restored:
             recovered.notes = resumed.all_notes + recovered.notes
             return recovered  # this very restore was interrupted; finishing it was the whole job
         notes = resumed.all_notes
-        before = take_snapshot(ctx.root)
+        before = take_snapshot(ctx.root) if resumed.outcomes else allowed  # nothing written since that read
         outcome = apply_restore(ctx, restore_planner(before, ctx, given=path), before)
         outcome.notes = notes + outcome.notes
         return outcome

@@ -79,10 +79,12 @@ class PassContext:
     baseline_budget: set[tuple[str, str]] = field(default_factory=set)
     still_over_budget: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what was mended before the pass (a torn ledger line)
+    # the store as the baseline read it, until a pass has taken it (one read of every file fewer)
+    _unread: Snapshot | None = None
 
     def take_baseline(self) -> None:
         """Remember the budget breaches the store has before the pass writes anything."""
-        snapshot = take_snapshot(self.root)
+        snapshot = self._unread = take_snapshot(self.root)
         found = check_c1(snapshot, self.limits) + check_c3(snapshot, self.limits)
         self.baseline_budget = {
             key for key, f in zip(_budget_keys(snapshot, found, self.limits), found, strict=True) if f.code in BUDGET_CODES
@@ -93,6 +95,16 @@ class PassContext:
 
     def now_stamp(self) -> str:
         return format_utc(self.clock())
+
+    def snapshot(self) -> Snapshot:
+        """The store as it is: the baseline's read when nothing was written since (the lock is
+        held, and a lockless edit meanwhile is caught by each step's checksum), else a new read."""
+        found, self._unread = self._unread, None
+        return found if found is not None else take_snapshot(self.root)
+
+    def wrote(self) -> None:
+        """The pass (or a recovery) changed the store: the next snapshot is read anew."""
+        self._unread = None
 
     def heartbeat(self) -> None:
         """Refresh the lock after a write; raises LockLost so the pass stops before its next write."""

@@ -80,7 +80,7 @@ def drive(ctx: PassContext, name: str, journals: str, plan: Callable[[Snapshot, 
           what: str | None = None) -> Driven[PlanT]:
     """The pass ``name``, start to finish, under the lock ``ctx`` holds. ``refuse`` raises when
     the store may not take this pass now (a pending migration, say)."""
-    allowed = take_snapshot(ctx.root)
+    allowed = ctx.snapshot()
     if refuse is not None:
         refuse(allowed)
     resumed = finish_interrupted(ctx)
@@ -94,7 +94,7 @@ def drive(ctx: PassContext, name: str, journals: str, plan: Callable[[Snapshot, 
     unchanged: Snapshot | None = None if resumed.outcomes else allowed
     rolled_back = False
     for attempt in range(PLAN_ATTEMPTS):
-        before, unchanged = unchanged or take_snapshot(ctx.root), None
+        before, unchanged = unchanged or ctx.snapshot(), None
         made = plan(before, ctx)
         outcome = apply_journalled(ctx, name, journals, made.steps, before, refused_as, what or name,
                                    getattr(made, "files", None))

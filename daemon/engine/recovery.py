@@ -45,6 +45,7 @@ def finish_interrupted(ctx: PassContext) -> Resumed:
     for plugin in registered_passes(ctx.root):
         if plugin.recover is not None and plugin.unfinished(ctx.root):
             recovered = plugin.recover(ctx)
+            ctx.wrote()
             resumed.notes[plugin.name] = recovered.notes
             resumed.outcomes[plugin.name] = recovered.outcome
     return resumed
