@@ -1,14 +1,16 @@
 """The one journal: what a pass will write, written before its first write.
 
-Every pass journals through the ``Journal`` interface, so the one executor carries any pass out
-and the one recovery finishes or rolls back any pass a kill interrupted. ``PassJournal`` is the
-internal format, used by compaction and restore: ``data/<pass>-journals/<UTC-compact>.jsonl``.
+The executor carries any ``Journal`` out, and the one recovery finishes or rolls back any pass a
+kill interrupted. ``PassJournal`` is the internal format, used by compaction, restore and every
+pass the driver runs (engine/driver.py): ``data/<pass>-journals/<UTC-compact>.jsonl``.
 Its first line holds every planned step with its operations (a write keeps the bytes it writes
 and the bytes it replaces, with their checksums); then one line is appended per finished step,
 one for the catalog's write, and a last line once the pass is finished or rolled back. Two
 passes keep journals whose format STORE-FORMAT.md fixes, because the distiller may have to
-finish what distilld started: the gc manifest (passes/gc/manifest.py) and the migration's
-PLAN.md checklist (passes/migration/checklist.py); they are adapters of the same interface.
+finish what distilld started. The gc manifest (passes/gc/manifest.py) is an adapter of
+``Journal``. The migration's PLAN.md checklist (passes/migration/checklist.py) is not: its
+items are numbered from 1 for people, and not all of them are executor steps (the backup, the
+catalog and the self-check are items too); its item steps go through the same executor.
 """
 
 from __future__ import annotations

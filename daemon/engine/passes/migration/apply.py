@@ -49,7 +49,7 @@ from ..compaction.advice import CapFailure, cap_failures
 from ..gc.model import Move
 from ...progress import report as report_progress
 from ...executor import Executor, FileMove, LedgerAppend, Pacer, Step, append_ledger, planned_checksums, take_ledger
-from ...finish import write_catalog
+from ...finish import SelfChecked, write_catalog
 
 KNOWLEDGE_TOPS: tuple[str, ...] = (*TIERS, "evidence", "archive")
 
@@ -59,21 +59,16 @@ class MigrationRefused(StoreRefused):
 
 
 @dataclass
-class MigrateOutcome:
+class MigrateOutcome(SelfChecked):
     mode: str
     plan: MigrationPlan | None = None
     directory: Path | None = None
     items_done: list[str] = field(default_factory=list)
     written: int = 0
-    self_check: list[Finding] = field(default_factory=list)
     finished: bool = False  # DONE written (or REVERTED, for a revert)
     kept: list[str] = field(default_factory=list)  # files a revert found changed after the backup
     notes: list[str] = field(default_factory=list)
     over_caps: list[CapFailure] = field(default_factory=list)  # the caps a failed self-check names, and why
-
-    @property
-    def ok(self) -> bool:
-        return not self.self_check
 
 
 def knowledge_files(root: Path) -> list[str]:
