@@ -10,7 +10,7 @@ what their journal holds (a gc manifest names moves, not SPINE bytes) or because
 stamped when they are written: a ledger line, a SPINE pointer removed or added, evidence lines
 appended to a twin. Each knows from the file itself whether it is done.
 
-Every operation is followed by its write boundary (engine/crash.py), so the crash tests can
+Every operation is followed by its write boundary (crashpoints.py), so the crash tests can
 stop any pass after any write.
 """
 
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ..crashpoints import crashpoint
 from ..errors import StoreRefused
 from ..store import fs
 from ..store.evidence import twin_after
@@ -31,7 +32,6 @@ from ..store.paths import LEDGER, SPINE
 from ..store.spine import Spine, add_entry, find_entry, remove_pointer
 from ..store.text import decode, sha256_hex, whole_lines
 from ..store.tierfile import append_index_detail, set_frontmatter
-from .crash import crashpoint
 
 
 class PlanStopped(StoreRefused):
@@ -145,7 +145,7 @@ class FrontmatterEdit:
 
 Op = FileWrite | FileMove | TwinAppend | LedgerAppend | SpineEdit | FrontmatterEdit
 
-# The write boundary after each kind of operation (engine/crash.py).
+# The write boundary after each kind of operation (crashpoints.py).
 BOUNDARY: dict[type, str] = {FileWrite: "file-written", FileMove: "file-moved", TwinAppend: "file-written",
                              LedgerAppend: "ledger-appended", SpineEdit: "spine-edited",
                              FrontmatterEdit: "file-stamped"}

@@ -31,7 +31,7 @@ from pathlib import Path
 from boundaries import boundaries_in, count_reached, executor_boundaries, sampled
 import pytest
 from distilld.cli import main as cli_main
-from distilld.engine.crash import CRASH_ENV
+from distilld.crashpoints import CRASH_ENV
 from distilld.engine.passes.migration.checklist import migration_dirs
 from maintenance_fixtures import (
     age_lock,
