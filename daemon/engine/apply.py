@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..crashpoints import crashpoint
 from ..store import fs
 from ..store.findings import Finding, fail
 from ..store.lossless import check_c4
@@ -29,7 +30,6 @@ from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
 from ..store.text import sha256_hex
 from .cancel import PassStopped, checkpoint
 from .context import PassContext
-from .crash import crashpoint
 from .executor import Executor, FileWrite, Pacer, PlanStopped, Step
 from .finish import SelfChecked, finish_pass
 from .journal import Journal, PassJournal

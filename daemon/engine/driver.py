@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from ..crashpoints import crashpoint
 from ..errors import DistilldError
 from ..store.snapshot import Snapshot, take_snapshot
 from .apply import JournalRun, keep_previous_bytes, run_journal
 from .context import PassContext
-from .crash import crashpoint
 from .executor import Step
 from .finish import stale_reasons, write_catalog
 from .gate import planned_files, refuse_unless_plan_passes

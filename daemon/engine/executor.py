@@ -10,7 +10,7 @@ what their journal holds (a gc manifest names moves, not SPINE bytes) or because
 stamped when they are written: a ledger line, a SPINE pointer removed or added, evidence lines
 appended to a twin. Each knows from the file itself whether it is done.
 
-Every operation is followed by its write boundary (engine/crash.py), so the crash tests can
+Every operation is followed by its write boundary (crashpoints.py), so the crash tests can
 stop any pass after any write.
 """
 
@@ -21,17 +21,17 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from ..crashpoints import crashpoint
 from ..errors import StoreRefused
 from ..store import fs
 from ..store.evidence import twin_after
 from ..store.ledger import LEDGER_HEADER, Ledger, archive_event, ledger_stamp, restore_event
 from ..store.paths import LEDGER, SPINE
 from ..store.spine import Spine, add_entry, find_entry, remove_pointer
-from ..store.text import decode, encode, sha256_hex, whole_lines
+from ..store.text import decode, sha256_hex, whole_lines
 from ..store.tierfile import append_index_detail, set_frontmatter
-from .crash import crashpoint
 
 
 class PlanStopped(StoreRefused):
@@ -145,7 +145,7 @@ class FrontmatterEdit:
 
 Op = FileWrite | FileMove | TwinAppend | LedgerAppend | SpineEdit | FrontmatterEdit
 
-# The write boundary after each kind of operation (engine/crash.py).
+# The write boundary after each kind of operation (crashpoints.py).
 BOUNDARY: dict[type, str] = {FileWrite: "file-written", FileMove: "file-moved", TwinAppend: "file-written",
                              LedgerAppend: "ledger-appended", SpineEdit: "spine-edited",
                              FrontmatterEdit: "file-stamped"}
@@ -342,58 +342,6 @@ class Executor:
             return []
         fs.atomic_write(path, data, durable=self.durable)
         return [(op.path, sha256_hex(data))]
-
-
-# -- serialising (the journal keeps the planned bytes, so a resume needs nothing else) --------
-
-def op_to_json(op: Op) -> dict[str, Any]:
-    if isinstance(op, FileWrite):
-        found = {"write": op.path, "before": op.before, "data": decode(op.data)}
-        return found if op.previous is None else {**found, "previous": decode(op.previous)}
-    if isinstance(op, FileMove):
-        return {"move": op.source, "to": op.target, "sha256": op.sha256}
-    if isinstance(op, LedgerAppend):
-        return {"ledger": op.tier_path, "event": op.event, "sha256": op.sha256, "reason": op.reason,
-                "sha256_norm": op.sha256_norm, "spine_entry": op.spine_entry, "modified": op.modified}
-    if isinstance(op, SpineEdit):
-        return {"spine": op.path, "entry": op.entry, "entry_cap": op.entry_cap}
-    if isinstance(op, FrontmatterEdit):
-        return {"stamp": op.path, "fields": op.fields, "drop": op.drop, "index_detail": op.index_detail,
-                "today": op.today}
-    return {"twin": op.path, "header": op.header, "lines": op.lines, "base": op.base, "ending": op.ending,
-            "planned": op.planned}
-
-
-def op_from_json(data: dict[str, Any]) -> Op:
-    if "write" in data:
-        previous = data.get("previous")
-        return FileWrite(str(data["write"]), data.get("before"), encode(str(data["data"])),
-                         None if previous is None else encode(str(previous)))
-    if "move" in data:
-        return FileMove(str(data["move"]), str(data["to"]), str(data["sha256"]))
-    if "ledger" in data:
-        sha = data.get("sha256")
-        return LedgerAppend(str(data["ledger"]), str(data["event"]), None if sha is None else str(sha),
-                            str(data["reason"]), str(data.get("sha256_norm", "")), str(data.get("spine_entry", "")),
-                            bool(data.get("modified", False)))
-    if "stamp" in data:
-        return FrontmatterEdit(str(data["stamp"]), {str(k): str(v) for k, v in dict(data["fields"]).items()},
-                               [str(x) for x in data["drop"]], str(data.get("index_detail", "")),
-                               str(data.get("today", "")))
-    if "spine" in data:
-        cap = data.get("entry_cap")
-        return SpineEdit(str(data["spine"]), str(data.get("entry", "")), None if cap is None else int(cap))
-    return TwinAppend(str(data["twin"]), str(data["header"]), [str(x) for x in data["lines"]],
-                      {str(k): int(v) for k, v in dict(data["base"]).items()}, str(data["ending"]),
-                      str(data.get("planned", "")))
-
-
-def step_to_json(step: Step) -> dict[str, Any]:
-    return {"title": step.title, "done": step.done, "ops": [op_to_json(op) for op in step.ops]}
-
-
-def step_from_json(data: dict[str, Any]) -> Step:
-    return Step(str(data["title"]), [op_from_json(o) for o in data["ops"]], bool(data.get("done", False)))
 
 
 def planned_checksums(steps: list[Step]) -> dict[str, set[str]]:

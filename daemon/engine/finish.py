@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..crashpoints import crashpoint
 from ..store import fs
 from ..store.catalog import render_catalog
 from ..store.findings import Finding
@@ -18,7 +19,6 @@ from ..store.paths import CATALOG
 from ..store.snapshot import Snapshot, take_snapshot
 from ..store.text import encode, sha256_hex
 from .context import PassContext
-from .crash import crashpoint
 from .executor import FileWrite
 
 # The C2 findings that make a catalog stale (STORE-FORMAT.md 1.8): a row for a missing file, a

@@ -21,11 +21,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..crashpoints import crashpoint
 from ..errors import DistilldError
 from ..store import fs
 from ..store.text import whole_lines
-from .crash import crashpoint
-from .executor import FileWrite, Step, op_from_json, op_to_json, step_from_json, step_to_json
+from .executor import FileWrite, Step
+from .step_json import op_from_json, op_to_json, step_from_json, step_to_json
 
 
 class JournalUnreadable(DistilldError):

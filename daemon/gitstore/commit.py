@@ -22,7 +22,7 @@ from typing import NamedTuple
 import pygit2
 from pygit2.enums import FileMode
 
-from ..engine.crash import crashpoint  # a stdlib-only leaf: fault injection for the crash tests
+from ..crashpoints import crashpoint  # a stdlib-only leaf: fault injection for the crash tests
 from ..store.merge import has_conflict_markers
 from ..store.paths import sync_class
 from .errors import CommitRefused, GitBusy

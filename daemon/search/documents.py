@@ -16,10 +16,9 @@ from ..store.paths import ARCHIVE_PREFIX, is_legacy
 from ..store.spine import GROUP_LINK_RE, Spine
 from ..store.text import field as row_field
 from ..store.text import split_lines, split_segments, trim
-from ..store.tierfile import HEADING_RE, KnowledgeFile, parse_inline_list
+from ..store.tierfile import HEADING_RE, KnowledgeFile, marked_blocks, parse_inline_list
 
 BINDING_RE = re.compile(r"\[(?:NON-NEGOTIABLE|DIRECTIVE)[^\]\n]*\]")
-CONTINUATION_RE = re.compile(r"^[ \t]+[^ \t]")
 INDEX_DETAIL = "## Index detail"
 LINK_RE = re.compile(r"\[[^]]*\]\([^)]*\)")
 ARCHIVED_DATE_RE = re.compile(r"^archived (\S+)")
@@ -78,30 +77,7 @@ def catalog_rows(raw: bytes | None) -> Catalog | None:
 def binding_rules(lines: list[str]) -> list[str]:
     """[NON-NEGOTIABLE] and [DIRECTIVE] blocks: a marked heading's section, a marked bullet
     with its indented continuation lines, any other marked line alone."""
-    rules: list[list[str]] = []
-    section_level = 0
-    in_block = False
-    for line in lines:
-        heading = HEADING_RE.match(line)
-        if heading:
-            level = len(heading.group(1))
-            if section_level and level <= section_level:
-                section_level = 0
-            if BINDING_RE.search(line):
-                section_level, in_block = level, False
-                rules.append([line])
-                continue
-        if section_level:
-            rules[-1].append(line)
-            continue
-        if in_block and CONTINUATION_RE.match(line):
-            rules[-1].append(line)
-            continue
-        in_block = False
-        if BINDING_RE.search(line):
-            rules.append([line])
-            in_block = line.startswith("- ")
-    return ["\n".join(block).rstrip() for block in rules]
+    return ["\n".join(lines[index] for index in block).rstrip() for block in marked_blocks(lines, BINDING_RE)]
 
 
 def _split_body(lines: list[str]) -> tuple[list[str], list[str], list[str]]:

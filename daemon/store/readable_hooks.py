@@ -24,13 +24,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .hook_clauses import split_clauses
-from .text import byte_len
+from .text import byte_len, distinct_words
 
 READ_RE = re.compile(r"^(?:Read|Consult|Use|Open|Check|Load)\b")
 MARKER_RE = re.compile(
     r"\[(?:NON-NEGOTIABLE|DIRECTIVE|UPDATED|DEPRECATED|CORRECTED|IMPORTANT|CONTEXT|PROVISIONAL)[^\]]*\]")
 LINK_RE = re.compile(r"\[[^\]]*\]\([^)]*\)")
-WORD_RE = re.compile(r"\w\w+")
 TRIGGER_HEAD = "Read when: "
 # Words of a Read sentence that say when, not what: a trigger keeps the rest.
 FILLER = frozenset("""read consult use open check load when whenever before after at during while on in
@@ -110,7 +109,7 @@ def trigger_of(read: str) -> str:
 
 def _value(text: str, weights: Mapping[str, float]) -> float:
     """What a text is worth to a reader (every word alike when no weights are known)."""
-    words = _words(text)
+    words = distinct_words(text)
     return sum(weights.get(w, 0.0) for w in words) if weights else float(len(words))
 
 
@@ -185,25 +184,16 @@ def _readable_hook(hooks: tuple[str, ...], limit: int, weights: Mapping[str, flo
     return min(candidates, key=lambda c: byte_len(c[2]))[2]
 
 
-def _words(text: str) -> frozenset[str]:
-    return _words_cached(text)
-
-
-@lru_cache(maxsize=65536)
-def _words_cached(text: str) -> frozenset[str]:
-    return frozenset(WORD_RE.findall(text.lower()))
-
-
 def _fill(chosen: dict[tuple[int, int], str], units: list[tuple[tuple[int, int], Unit]], extras: list[str],
           read: str, limit: int, weights: Mapping[str, float]) -> None:
     """Add units (or longer forms of them) by what they add per byte, while they fit. A part
     costs its bytes, its delimiter and a space."""
-    priced = {form: [(w, weights.get(w, 0.0) if weights else 1.0) for w in _words(form)]
+    priced = {form: [(w, weights.get(w, 0.0) if weights else 1.0) for w in distinct_words(form)]
               for _, unit in units for form in unit.forms}
     sizes = {form: byte_len(form) for form in priced}
-    covered: set[str] = set(_words(read))
+    covered: set[str] = set(distinct_words(read))
     for text in [*chosen.values(), *extras]:
-        covered |= _words(text)
+        covered |= distinct_words(text)
     size = byte_len(_render(chosen, units, extras, read))
     empty = not chosen and not extras
     while True:
@@ -227,7 +217,7 @@ def _fill(chosen: dict[tuple[int, int], str], units: list[tuple[tuple[int, int],
         if pick is None:
             return
         chosen[pick[1]] = pick[2]
-        covered |= _words(pick[2])
+        covered |= distinct_words(pick[2])
         size = byte_len(_render(chosen, units, extras, read))
         empty = False
 

@@ -9,8 +9,11 @@ without a newline as a line, the way ``tr -d '\\r' | grep -c ''`` does.
 from __future__ import annotations
 
 import hashlib
+import re
+from functools import lru_cache
 
 ASCII_SPACE = " \t\r\n\v\f"  # the C locale's [[:space:]]; Unicode spaces are content
+WORD_RE = re.compile(r"\w\w+")  # a word has two or more word characters
 
 
 def decode(raw: bytes) -> str:
@@ -35,6 +38,17 @@ def split_lines(text: str) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return lines
+
+
+def distinct_words(text: str) -> frozenset[str]:
+    """The words of ``text``, lowercased: what a reader's search finds a line by, and what
+    SPINE hooks are weighed by."""
+    return _distinct_words_cached(text)
+
+
+@lru_cache(maxsize=65536)  # a hook is weighed again and again while a SPINE is planned
+def _distinct_words_cached(text: str) -> frozenset[str]:
+    return frozenset(WORD_RE.findall(text.lower()))
 
 
 def trim(s: str) -> str:

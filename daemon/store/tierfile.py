@@ -88,14 +88,12 @@ def parse_inline_list(value: str) -> list[str] | None:
     return [item for item in items if item]
 
 
-def protected_line_indexes(lines: list[str]) -> list[int]:
-    """Indexes of the lines that belong to a marked heading section, a marked bullet block, or
-    carry a marker.
-
-    A marked heading's section runs to the next heading of equal or higher level; a marked
-    ``- `` bullet travels with its indented continuation lines (STORE-FORMAT.md 1.4, 3.5 item 9).
+def marked_blocks(lines: list[str], marker: re.Pattern[str] = MARKER_RE) -> list[list[int]]:
+    """The line indexes of each block ``marker`` marks, in order: a marked heading with its
+    section, which runs to the next heading of equal or higher level; a marked ``- `` bullet with
+    its indented continuation lines; any other marked line alone (STORE-FORMAT.md 1.4, 3.5 item 9).
     """
-    selected: list[int] = []
+    blocks: list[list[int]] = []
     section_level = 0
     in_block = False
     for index, line in enumerate(lines):
@@ -104,25 +102,24 @@ def protected_line_indexes(lines: list[str]) -> list[int]:
             level = len(heading.group(1))
             if section_level and level <= section_level:
                 section_level = 0
-            if MARKER_RE.search(line):
-                section_level = level
-                in_block = False
-                selected.append(index)
+            if marker.search(line):
+                section_level, in_block = level, False
+                blocks.append([index])
                 continue
-        if section_level:
-            selected.append(index)
-            continue
-        if line.startswith("- ") and MARKER_RE.search(line):
-            in_block = True
-            selected.append(index)
-            continue
-        if in_block and CONTINUATION_RE.match(line):
-            selected.append(index)
+        if section_level or (in_block and CONTINUATION_RE.match(line)):
+            blocks[-1].append(index)
             continue
         in_block = False
-        if MARKER_RE.search(line):
-            selected.append(index)
-    return selected
+        if marker.search(line):
+            blocks.append([index])
+            in_block = line.startswith("- ")
+    return blocks
+
+
+def protected_line_indexes(lines: list[str]) -> list[int]:
+    """Indexes of the lines that belong to a marked heading section, a marked bullet block, or
+    carry a marker (any of MARKER_RE's)."""
+    return [index for block in marked_blocks(lines) for index in block]
 
 
 def select_protected_lines(lines: list[str]) -> list[str]:

@@ -13,7 +13,7 @@ Not a pytest test (nothing here is collected): run it by hand.
   shape of the x100 store and of the issue's padded SPINE: refused at once), and, where it fits,
   with long wrapped hooks (planned: hooks are cut). Targets: a 5 MB SPINE planned or refused
   with figures in <= 5 s CPU and <= 200 MB.
-* SIGTERM: `run --once` paused inside its compaction after two written steps (engine/crash.py),
+* SIGTERM: `run --once` paused inside its compaction after two written steps (crashpoints.py),
   SIGTERM, and let go: the seconds until it exited (it rolls back). And SIGTERM one second into
   a compaction that plans a long time (the 400 KB SPINE of long hooks). systemd allows 90 s.
 

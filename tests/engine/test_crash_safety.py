@@ -44,7 +44,7 @@ import pytest
 from boundaries import boundaries_in, count_reached, executor_boundaries, sampled
 from builders import EM, KESTREL_ENTRY, StoreBuilder, healthy_store
 from distilld.cli import main as cli_main
-from distilld.engine.crash import CRASH_ENV
+from distilld.crashpoints import CRASH_ENV
 from distilld.engine.passes.gc.manifest import all_manifests
 from distilld.engine.lock import format_iso, read_lock
 from distilld.policy import load_policy

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from distilld.actions.gc import gc_planner, run_gc_apply, run_gc_revert
 from distilld.engine.context import PassContext
-from distilld.engine.crash import CRASH_ENV
+from distilld.crashpoints import CRASH_ENV
 from distilld.engine.passes.gc.apply import apply_gc, recover_gc
 from distilld.engine.passes.gc.manifest import all_manifests
 from distilld.engine.lock import AcquireKind, StoreLock, read_lock

@@ -21,7 +21,7 @@ import pytest
 from distilld.actions.status import find_stuck
 from distilld.actions.sync import run_init
 from distilld.engine.context import PassContext
-from distilld.engine.crash import CRASH_ENV
+from distilld.crashpoints import CRASH_ENV
 from distilld.engine.lock import default_owner
 from distilld.log import ActivityLog, StatusFile
 from distilld.policy import load_policy

@@ -3,7 +3,7 @@ systemd stops a unit 90 s after SIGTERM, so a pass must stop at its next boundar
 and leave the store as it was (or finished), never half done.
 
 The child pauses inside its compaction after two of its steps are written (``DISTILLD_PAUSE_AT``,
-engine/crash.py); the test sends SIGTERM there and lets it go on. The compaction must stop before
+crashpoints.py); the test sends SIGTERM there and lets it go on. The compaction must stop before
 its next step, roll back what it wrote, and the process exit 130 (the exit table's "interrupted")
 saying so. Every file of the store then has its bytes from before, no journal is left unfinished,
 no lock is left behind, and the next `run --once` compacts the store to the end.
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from distilld.engine.crash import CRASH_ENV, PAUSE_ENV, PAUSE_FILE_ENV
+from distilld.crashpoints import CRASH_ENV, PAUSE_ENV, PAUSE_FILE_ENV
 from distilld.engine.passes.compaction.apply import compaction_journals
 from maintenance_fixtures import migrated_store_over_targets
 from waiting import wait_for

@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 from ....store.hooks import LINK_RE
 from ....store.limits import SpineLimits
 from ....store.spine import hook_of_entry
-from ....store.text import byte_len, rtrim
+from ....store.text import byte_len, distinct_words, rtrim
 from ...cancel import checkpoint
 from .allocate import Rung, allocate
 from .continuation import continued_family
 from .findability import Weights
 from .pairs import MergePairs
-from ....store.readable_hooks import _words
 from .spine_model import Entry, SpineModel, format_group, merged_text, must_keep, rewrite
 
 MERGE_TRIALS = 8  # merges weighed per step: the ranking puts the likeliest first
@@ -65,7 +64,7 @@ def _restore(model: SpineModel, states: list[tuple[Entry, Entry]]) -> None:
 
 def _worth(text: str, weights: Weights) -> float:
     """What the store's self-queries find in an entry's text (every word alike without them)."""
-    words = _words(text)
+    words = distinct_words(text)
     return sum(weights.get(w, 0.0) for w in words) if weights else float(len(words))
 
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ....crashpoints import crashpoint
 from ....errors import StoreRefused
 from ....store import fs
 from ....store.findings import Finding
@@ -23,7 +24,6 @@ from ....store.text import sha256_hex, sha256_norm_hex
 from ....store.tierfile import append_index_detail
 from .. import Pass, Recovered
 from ...context import PassContext
-from ...crash import crashpoint
 from ...executor import Executor, FileMove, FileWrite, LedgerAppend, Op, Pacer, PlanStopped, SpineEdit, Step, take_ledger
 from ...apply import carry_out_steps
 from ...finish import SelfChecked, finish_pass

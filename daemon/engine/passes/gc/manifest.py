@@ -20,10 +20,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ....crashpoints import crashpoint
 from ....errors import DistilldError
 from ....store import fs
 from ....store.local import GC_MANIFESTS_DIR
-from ...crash import crashpoint
 from ...executor import FileMove, LedgerAppend, Op, SpineEdit, Step
 from ...journal import journal_order, unique_journal_path
 

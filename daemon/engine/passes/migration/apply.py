@@ -16,6 +16,7 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
+from ....crashpoints import crashpoint
 from ....errors import StoreRefused
 from ....policy import Policy
 from ....store import fs
@@ -28,7 +29,6 @@ from ....store.paths import CATALOG, LEDGER, SPINE, TIERS
 from ....store.snapshot import take_snapshot
 from ....store.text import encode, sha256_hex
 from ...context import PassContext, PlanInputs, PreviewInputs
-from ...crash import crashpoint
 from .checklist import (
     ITEM_ARCHIVE,
     ITEM_BACKUP,

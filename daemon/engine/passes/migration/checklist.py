@@ -21,7 +21,8 @@ from ....store.local import MIGRATION_DIR
 from ....store.text import clip, decode
 from .plan import MigrationPlan
 from ..gc.model import Move
-from ...executor import FileMove, FileWrite, Step, step_from_json, step_to_json
+from ...executor import FileMove, FileWrite, Step
+from ...step_json import step_from_json, step_to_json
 
 CHECK_RE = re.compile(r"^- \[( |x)\] ([0-9]+)\. ", re.MULTILINE)
 WROTE_RE = re.compile(r"^- wrote (.+) sha256 ([0-9a-f]{64})$")

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ....crashpoints import crashpoint
 from ....store.local import RESTORE_JOURNALS_DIR
 from ....store.snapshot import Snapshot
 from ...apply import JournalRun, keep_previous_bytes, run_journal
 from .. import Pass, Recovered
 from ...context import BUDGET_CODES, PassContext
-from ...crash import crashpoint
 from ...executor import FileMove, LedgerAppend, Step
 from ...finish import SelfChecked
 from ...gate import planned_files, refuse_unless_plan_passes

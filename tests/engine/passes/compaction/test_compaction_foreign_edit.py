@@ -2,7 +2,7 @@
 (item 8), with real processes.
 
 A child ``python -m distilld compact STORE --apply`` pauses at a write boundary
-(``DISTILLD_PAUSE_AT``, engine/crash.py) after its first two steps. The test then edits the store
+(``DISTILLD_PAUSE_AT``, crashpoints.py) after its first two steps. The test then edits the store
 as another program would: a new SPINE entry with its file, a line added to a tier file the plan
 has still to write, or to one it already wrote. Then it lets the child go on, or kills it and
 runs the compaction again. Either way the compaction must keep the foreign edit, lose no line
@@ -31,7 +31,7 @@ from boundaries import boundaries_in, count_reached
 from builders import EM
 from distilld.cli import main as cli_main
 from distilld.engine.context import PassContext
-from distilld.engine.crash import CRASH_ENV, PAUSE_ENV, PAUSE_FILE_ENV
+from distilld.crashpoints import CRASH_ENV, PAUSE_ENV, PAUSE_FILE_ENV
 from distilld.engine.journal import journal_order
 from distilld.store.findings import Finding, fail
 from maintenance_fixtures import age_lock, have_bash, migrated_store_over_targets, oracle_passes

@@ -31,7 +31,7 @@ from pathlib import Path
 from boundaries import boundaries_in, count_reached, executor_boundaries, sampled
 import pytest
 from distilld.cli import main as cli_main
-from distilld.engine.crash import CRASH_ENV
+from distilld.crashpoints import CRASH_ENV
 from distilld.engine.passes.migration.checklist import migration_dirs
 from maintenance_fixtures import (
     age_lock,
@@ -197,7 +197,7 @@ def test_boundaries_are_the_ones_the_engine_has() -> None:
     assert migration | executor_boundaries() >= set(MIGRATE_OCCURRENCES)
     assert migration - set(MIGRATE_OCCURRENCES) == {"reverted-written"}  # revert is re-runnable
     # The rollback's own boundaries are killed in test_compaction_foreign_edit.py (ROLLBACK_OCCURRENCES).
-    compaction = boundaries_in("passes/compaction/apply.py", "apply.py", "journal.py", "finish.py") | {"file-written"}
+    compaction = boundaries_in("passes/compaction/apply.py", "driver.py", "apply.py", "journal.py", "finish.py") | {"file-written"}
     assert compaction == set(COMPACT_OCCURRENCES) | {"rollback-started", "file-restored"}
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from distilld.actions.migrate import run_migrate
-from distilld.engine.crash import CRASH_ENV
+from distilld.crashpoints import CRASH_ENV
 from distilld.policy import load_policy
 from hostile import run_distilld
 from maintenance_fixtures import have_bash, unmigrated_store

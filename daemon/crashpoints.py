@@ -6,6 +6,9 @@ the first) it reaches that write boundary, so a test can prove recovery from tha
 ``DISTILLD_PAUSE_AT=<boundary>[:<n>]`` with ``DISTILLD_PAUSE_FILE=<path>`` makes it stop there
 instead: it creates that file and goes on once the test has removed it, so a test can change the
 store under a running pass (or kill it while it waits).
+
+It sits at the package's top level and imports the standard library only, so that both the
+engine and gitstore/ (which the engine calls) reach the same boundaries without an upward import.
 """
 
 from __future__ import annotations
