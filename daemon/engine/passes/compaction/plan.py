@@ -34,6 +34,9 @@ __all__ = ["CompactionPlan", "EntryChange", "SplitRecord", "is_tier_path", "plan
 
 DETAIL_OVERHEAD = (4, 60)  # lines and bytes an Index detail section adds besides the hook itself
 ROUNDS = 8
+# A plan is carried on until planning the store it leaves finds nothing more (at most this many
+# plans after the first), so the next compaction does not rewrite what this one just wrote.
+SETTLE_PLANS = 2
 
 
 def _targets_at_caps(limits: Limits) -> Limits:
@@ -217,6 +220,20 @@ def plan_compaction(files: dict[str, bytes], limits: Limits, today: str,
     Split pieces end at the compaction target, so that they have room to grow, unless the
     pointers that costs would keep the SPINE over a hard cap: then they end at the caps.
     """
+    plan = _best_plan(files, limits, today, catalog_line, unpointed)
+    for _ in range(SETTLE_PLANS):
+        if not plan.steps:
+            break
+        after = {**files, **plan.files, SPINE: plan.spine_text}
+        more = _best_plan(after, limits, today, None, None)
+        if not more.steps:
+            break
+        plan = _chained(plan, more)
+    return plan
+
+
+def _best_plan(files: dict[str, bytes], limits: Limits, today: str, catalog_line: str | None,
+               unpointed: list[tuple[str, list[str]]] | None) -> CompactionPlan:
     plan = _plan_once(files, limits, today, catalog_line, unpointed)
     at_caps_limits = _targets_at_caps(limits)
     if at_caps_limits == limits or not plan.splits or (not plan.breaches and plan.floor >= limits.spine.hook_floor):
@@ -227,6 +244,23 @@ def plan_compaction(files: dict[str, bytes], limits: Limits, today: str,
     if (len(at_caps.breaches), -at_caps.floor) < (len(plan.breaches), -plan.floor):
         return at_caps
     return plan
+
+
+def _chained(first: CompactionPlan, then: CompactionPlan) -> CompactionPlan:
+    """``first`` carried out, then ``then`` (planned from the store ``first`` leaves): one plan
+    whose steps run in order, with what the last says of the store it leaves. An entry both
+    changed is one change, from its first line to its last."""
+    changes = list(first.changes)
+    for change in then.changes:
+        earlier = next((i for i, c in enumerate(changes) if c.after and c.after == change.before), None)
+        if earlier is None:
+            changes.append(change)
+        else:
+            changes[earlier] = replace(change, before=changes[earlier].before, target=changes[earlier].target,
+                                       kind="merged" if "merged" in (changes[earlier].kind, change.kind)
+                                       else change.kind)
+    return replace(then, steps=first.steps + then.steps, spine_before=first.spine_before, changes=changes,
+                   splits=first.splits + then.splits, files={**first.files, **then.files})
 
 
 def _refused_at_once(tree: Tree, spine_raw: bytes, limits: Limits,

@@ -235,11 +235,12 @@ def _plan_spine(files: dict[str, bytes], steps: list[Step], plan: MigrationPlan,
     if not compact.breaches:
         plan.headroom_missed = _headroom_missed(compact.spine_text, headroom)
     plan.compact = compact
-    # The SPINE's own edits (orphans, catalog line) are part of the compaction's SPINE write.
-    original_sha = sha256_hex(files[SPINE])
+    # The SPINE's own edits (orphans, catalog line) are part of the compaction's first SPINE
+    # write: it replaces the SPINE as it is on disk (a later one replaces what that one wrote).
+    original_sha, edited_sha = sha256_hex(files[SPINE]), sha256_hex(spine_raw)
     for step in compact.steps:
         for op in step.ops:
-            if isinstance(op, FileWrite) and op.path == SPINE:
+            if isinstance(op, FileWrite) and op.path == SPINE and op.before == edited_sha:
                 op.before = original_sha
             if isinstance(op, FileWrite) and op.before is None:
                 plan.created.append(op.path)
