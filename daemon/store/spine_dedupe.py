@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .spine import EM_DASH, Pointer, Spine, SpineEntry
+from .spine import EM_DASH, Pointer, Spine, SpineEntry, group_and_hook
 from .hook_clauses import inside_pairs
 from .text import byte_len, decode, dominant_ending, encode, lines_with_endings
 
@@ -77,10 +77,12 @@ def union_hook(first: str, second: str) -> str:
 
 def _one_entry(first: SpineEntry, second: SpineEntry, entry_max_bytes: int) -> tuple[str, str | None]:
     """The merged entry's text, and the hook that went to Index detail instead (if one did)."""
-    group: list[Pointer] = list(first.leading_group)
-    group += [p for p in second.leading_group if p.path not in {q.path for q in group}]
+    # A group joined by ", " (or " / ", ...) is read as one group: else its other pointers
+    # would count as hook text, and both versions' copies of them would stand in the hook.
+    (g1, h1), (g2, h2) = group_and_hook(first), group_and_hook(second)
+    group: list[Pointer] = list(g1)
+    group += [p for p in g2 if p.path not in {q.path for q in group}]
     pointers = " + ".join(f"[{p.title}]({p.path})" for p in group)
-    h1, h2 = first.hook, second.hook
     if not _flat(h2) or _flat(h2) in _flat(h1):
         hook, spare = h1, None
     elif _flat(h1) in _flat(h2):

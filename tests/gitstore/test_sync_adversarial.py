@@ -1,0 +1,278 @@
+"""The two-machine sync merge under attack: shapes of stores the merge was not written with in
+mind (CRLF SPINEs, foreign pointer joiners, odd file names, a local/ overlay and folders
+distilld does not manage, doubled entries with nothing in common, entries both sides took past
+the cap, a torn ledger tail). Each case ends with both clones byte-identical after syncing both
+ways, every line either side wrote still in the store (SPINE, a tier file or Index detail), and
+a store that passes C1-C3."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from builders import EM, KESTREL_ENTRY, StoreBuilder
+from distilld.actions.compaction import run_compaction
+from distilld.store.index_detail import index_detail_text
+from distilld.store.spine import Spine
+from gitmachines import Machine, Origin, assert_converged, joined_machine, pushed_machine, shared_files
+
+SPINE = "SPINE.md"
+WORD = re.compile(r"\w+")
+
+
+@pytest.fixture
+def pair(tmp_path: Path, origin: Origin) -> tuple[Machine, Machine]:
+    a = pushed_machine(tmp_path, origin)
+    return a, joined_machine(tmp_path, origin)
+
+
+def sync_both_ways(a: Machine, b: Machine) -> dict[str, bytes]:
+    """a, b, a, b: every machine ends at the remote's commit; the shared files returned."""
+    for machine in (a, b, a, b):
+        report = machine.sync()
+        assert report.ok, (machine.name, report.state, report.reason, report.notes)
+    return shared_files(a.root)
+
+
+def knowledge_text(files: dict[str, bytes]) -> str:
+    """SPINE, the tier files and their Index detail, one text (line endings dropped)."""
+    return "\n".join(raw.decode().replace("\r", "") for path, raw in files.items()
+                     if path.endswith(".md") and not path.startswith(("archive/", "evidence/", "CATALOG")))
+
+
+def assert_words_kept(files: dict[str, bytes], *texts: str) -> None:
+    """Every word of each text is somewhere in the knowledge (SPINE, tier files, Index detail)."""
+    held = {w.casefold() for w in WORD.findall(knowledge_text(files))}
+    for text in texts:
+        lost = {w for w in WORD.findall(text) if w.casefold() not in held}
+        assert not lost, (lost, text)
+
+
+def assert_lines_kept(files: dict[str, bytes], *lines: str) -> None:
+    text = knowledge_text(files)
+    for line in lines:
+        assert line in text, line
+
+
+def set_spine(machine: Machine, old: str, new: str) -> None:
+    raw = machine.read(SPINE)
+    crlf = b"\r\n" in raw
+    text = raw.decode()
+    assert old in text, old
+    machine.write(SPINE, text.replace(old, new).encode())
+    assert (b"\r\n" in machine.read(SPINE)) == crlf
+
+
+def to_crlf(machine: Machine, path: str = SPINE) -> None:
+    raw = machine.read(path).replace(b"\r\n", b"\n")
+    machine.write(path, raw.replace(b"\n", b"\r\n"))
+
+
+def kestrel_entries(files: dict[str, bytes]) -> list[str]:
+    return [e.joined for e in Spine(files[SPINE]).entries if "projects/kestrel.md" in e.pointers]
+
+
+def settle(a: Machine, b: Machine, origin: Origin) -> dict[str, bytes]:
+    files = sync_both_ways(a, b)
+    assert_converged(origin, a, b)
+    return files
+
+
+OURS = (f"- [Kestrel](projects/kestrel.md) {EM} Kestrel ingest pipeline (Kafka to Parquet); late events go to "
+        "the quarantine topic. Read when working in the kestrel repo.")
+THEIRS = (f"- [Kestrel](projects/kestrel.md) {EM} Kestrel ingest (Kafka to Parquet, schema registry); replays run "
+          "from the nightly snapshot. Read when working in the kestrel repo.")
+
+
+# -- CRLF ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("crlf_on", ["a", "both"])
+def test_a_crlf_spine_with_the_same_entry_edited_on_both_machines(pair: tuple[Machine, Machine], origin: Origin,
+                                                                    crlf_on: str) -> None:
+    a, b = pair
+    to_crlf(a)
+    if crlf_on == "both":
+        settle(a, b, origin)  # the CRLF SPINE is now the shared one
+    set_spine(a, KESTREL_ENTRY, OURS)
+    set_spine(b, KESTREL_ENTRY, THEIRS)
+    files = settle(a, b, origin)
+    assert len(kestrel_entries(files)) == 1, kestrel_entries(files)
+    assert_words_kept(files, OURS, THEIRS)
+    spine = files[SPINE]
+    if crlf_on == "both":
+        assert spine.count(b"\n") == spine.count(b"\r\n"), spine  # no line lost its CR
+
+
+@pytest.mark.parametrize("crlf_on", ["a", "both"])
+def test_a_crlf_spine_with_an_entry_added_on_each_machine(pair: tuple[Machine, Machine], origin: Origin,
+                                                          crlf_on: str) -> None:
+    a, b = pair
+    to_crlf(a)
+    if crlf_on == "both":
+        settle(a, b, origin)
+    for machine, name in ((a, "heron"), (b, "ibis")):
+        machine.write(f"projects/{name}.md", f"---\nscope: {name}\nlast_updated: 2026-11-29\n---\n\n# {name}\n\n"
+                                             f"- {name} runs nightly.\n")
+        set_spine(machine, KESTREL_ENTRY, KESTREL_ENTRY + ("\r\n" if b"\r\n" in machine.read(SPINE) else "\n")
+                  + f"- [{name.title()}](projects/{name}.md) {EM} the {name} service. Read when in {name}.")
+    files = settle(a, b, origin)
+    assert_lines_kept(files, f"the heron service. Read when in heron.", f"the ibis service. Read when in ibis.")
+    if crlf_on == "both":
+        assert files[SPINE].count(b"\n") == files[SPINE].count(b"\r\n"), files[SPINE]
+
+
+def test_a_crlf_tier_file_appended_on_both_machines(pair: tuple[Machine, Machine], origin: Origin) -> None:
+    a, b = pair
+    to_crlf(a, "projects/kestrel.md")
+    settle(a, b, origin)
+    a.append("projects/kestrel.md", "- From A: offsets are committed after the write.\r\n")
+    b.append("projects/kestrel.md", "- From B: the DLQ is drained hourly.\r\n")
+    files = settle(a, b, origin)
+    every = b"".join(files.values()).decode()
+    assert "From A: offsets are committed" in every and "From B: the DLQ is drained" in every
+
+
+# -- local/ and folders distilld does not manage -------------------------------------------------
+
+def test_a_local_overlay_and_unmanaged_folders_stay_on_their_machine(pair: tuple[Machine, Machine],
+                                                                     origin: Origin) -> None:
+    a, b = pair
+    a.write("local/SPINE.md", f"# Local\n\n- [Mine](local/mine.md) {EM} this laptop only.\n")
+    a.write("local/mine.md", "# Mine\n\n- the VPN profile is called work-2.\n")
+    a.write("topics/rust.md", "# Rust\n\n- clippy in CI.\n")
+    b.write("topics/rust.md", "# Rust\n\n- cargo deny in CI.\n")
+    b.write("private/notes.md", "# notes\n")
+    set_spine(a, KESTREL_ENTRY, OURS)
+    set_spine(b, KESTREL_ENTRY, THEIRS)
+    sync_both_ways(a, b)
+    assert a.read("local/mine.md") and a.read("topics/rust.md") == b"# Rust\n\n- clippy in CI.\n"
+    assert b.read("topics/rust.md") == b"# Rust\n\n- cargo deny in CI.\n"
+    assert b.read("private/notes.md") == b"# notes\n"
+    assert not (b.root / "local").exists()
+    for machine in (a, b):  # never synced: what is left must be identical
+        for folder in ("topics", "private"):
+            shutil.rmtree(machine.root / folder, ignore_errors=True)
+    files = assert_converged(origin, a, b)
+    assert_words_kept(files, OURS, THEIRS)
+
+
+# -- pointers joined by something other than " + " -----------------------------------------------
+
+@pytest.mark.parametrize("joiner", [", ", " / ", " and ", "; ", " \u00b7 "])
+def test_a_split_entry_with_a_foreign_joiner_edited_on_both_machines(pair: tuple[Machine, Machine], origin: Origin,
+                                                                     joiner: str) -> None:
+    a, b = pair
+    a.write("projects/kestrel-2.md", "---\nscope: Kestrel (continued)\nsplit_from: projects/kestrel.md\n"
+                                     "last_updated: 2026-11-02\n---\n\n- Backfills run on Sundays.\n")
+    joined = KESTREL_ENTRY.replace("(projects/kestrel.md)", f"(projects/kestrel.md){joiner}[Kestrel, continued]"
+                                                            "(projects/kestrel-2.md)")
+    set_spine(a, KESTREL_ENTRY, joined)
+    StoreBuilder(a.root).rebuild_catalog(a.now)
+    settle(a, b, origin)
+    ours = joined.replace("Read when", "Late events go to quarantine. Read when")
+    theirs = joined.replace("Read when", "Replays run from the nightly snapshot. Read when")
+    set_spine(a, joined, ours)
+    set_spine(b, joined, theirs)
+    files = settle(a, b, origin)
+    entries = kestrel_entries(files)
+    assert len(entries) == 1, entries
+    assert_words_kept(files, ours, theirs)
+    if joiner == " \u00b7 ":
+        return  # not a joiner the format knows: the second pointer is hook text, kept as such
+    # The group is read as one (and written with " + "): the second pointer stands once, not
+    # once per version inside a hook that now opens with ", [Kestrel, continued](...)".
+    assert entries[0].count("(projects/kestrel-2.md)") == 1, entries[0]
+    assert entries[0].startswith("- [Kestrel](projects/kestrel.md) + [Kestrel, continued](projects/kestrel-2.md) "
+                                 f"{EM} Kestrel"), entries[0]
+
+
+# -- odd file names --------------------------------------------------------------------------------
+
+ODD = ["projects/my notes.md", "projects/\u00fcber-k\u00e4se.md", "projects/-dash.md", "projects/caf\u00e9 \u2014 b.md"]
+
+
+def test_odd_file_names_added_and_edited_on_both_machines(pair: tuple[Machine, Machine], origin: Origin) -> None:
+    a, b = pair
+    spine = a.read(SPINE).decode()
+    for n, path in enumerate(ODD):
+        a.write(path, f"---\nscope: odd {n}\nlast_updated: 2026-11-29\n---\n\n# Odd {n}\n\n- line {n} from a.\n")
+        spine = spine.replace(KESTREL_ENTRY, KESTREL_ENTRY + f"\n- [Odd {n}]({path}) {EM} odd name {n}. Read when odd.")
+    a.write(SPINE, spine)
+    StoreBuilder(a.root).rebuild_catalog(a.now)
+    settle(a, b, origin)
+    for n, path in enumerate(ODD):
+        a.append(path, f"- a again {n}.\n")
+        b.append(path, f"- b again {n}.\n")
+    files = settle(a, b, origin)
+    every = b"".join(files.values()).decode()
+    for n, _ in enumerate(ODD):
+        assert f"- a again {n}." in every and f"- b again {n}." in every, n
+
+
+# -- doubled entries -------------------------------------------------------------------------------
+
+def test_a_doubled_entry_whose_hooks_share_no_sentence(pair: tuple[Machine, Machine], origin: Origin) -> None:
+    a, b = pair
+    ours = f"- [Kestrel](projects/kestrel.md) {EM} quarantine topic for late events; offsets after the write"
+    theirs = f"- [Kestrel](projects/kestrel.md) {EM} Replays from the nightly snapshot! Owners: the data team."
+    set_spine(a, KESTREL_ENTRY, ours)
+    set_spine(b, KESTREL_ENTRY, theirs)
+    files = settle(a, b, origin)
+    assert len(kestrel_entries(files)) == 1, kestrel_entries(files)
+    assert_words_kept(files, ours, theirs)
+
+
+def compact(machine: Machine) -> None:
+    def run(record):  # type: ignore[no-untyped-def]
+        record.subject = "distilld: compaction"
+        return run_compaction(machine.root, machine.policy, machine.clock)
+
+    machine.operation("compaction", run)
+
+
+def long_hook(tag: str) -> str:
+    return (f"- [Kestrel](projects/kestrel.md) {EM} Kestrel ingest pipeline (Kafka to Parquet, schema registry); "
+            + " ".join(f"{tag} rule {n} holds for the {tag} side." for n in range(12))
+            + " Read when working in the kestrel repo.")
+
+
+def test_an_entry_both_machines_lengthened_past_the_cap(pair: tuple[Machine, Machine], origin: Origin) -> None:
+    a, b = pair
+    ours, theirs = long_hook("alpha"), long_hook("beta")
+    assert len(ours.encode()) > 400 and len(theirs.encode()) > 400
+    set_spine(a, KESTREL_ENTRY, ours)
+    set_spine(b, KESTREL_ENTRY, theirs)
+    files = sync_both_ways(a, b)
+    # Each side's entry was over the cap already (a failure both had, so no block); the merge
+    # keeps one entry and the other hook in Index detail, and the next compaction cuts it.
+    assert len(kestrel_entries(files)) == 1, kestrel_entries(files)
+    assert_words_kept(files, ours, theirs)
+    compact(a)
+    files = settle(a, b, origin)
+    assert len(kestrel_entries(files)) == 1, kestrel_entries(files)
+    assert_words_kept(files, ours, theirs)
+    detail = index_detail_text(files["projects/kestrel.md"])
+    assert "beta rule 11" in detail or "beta rule 11" in files[SPINE].decode()
+
+
+# -- the ledger --------------------------------------------------------------------------------
+
+def test_both_machines_append_to_the_ledger_and_one_tail_is_torn(pair: tuple[Machine, Machine],
+                                                                 origin: Origin) -> None:
+    a, b = pair
+    a.later(60)
+    b.later(120)
+    report, _ = a.gc()
+    assert report.ok
+    _, _ = b.restore("projects/marlin.md")
+    ledger = b.read("archive/LEDGER.md")
+    torn = b"- 2026-11-30T15:00:00Z archive | from: projects/kestrel.md | to: archive/projec"
+    b.write("archive/LEDGER.md", ledger + torn)
+    files = settle(a, b, origin)
+    merged = files["archive/LEDGER.md"]
+    assert torn not in merged
+    assert merged.endswith(b"\n")
+    for line in ledger.decode().splitlines():
+        assert line in merged.decode(), line
