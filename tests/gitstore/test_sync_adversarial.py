@@ -16,12 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pygit2
 import pytest
 from builders import EM, KESTREL_ENTRY, StoreBuilder
 from distilld.actions.compaction import run_compaction
 from distilld.store.index_detail import index_detail_text
 from distilld.store.spine import Spine
-from gitmachines import Machine, Origin, assert_converged, joined_machine, pushed_machine, shared_files
+from distilld.gitstore.repo import open_store
+from distilld.gitstore.torn_checkout import checkout_starting
+from gitmachines import GitCli, Machine, Origin, assert_converged, joined_machine, pushed_machine, shared_files
 
 SPINE = "SPINE.md"
 WORD = re.compile(r"\w+")
@@ -301,6 +304,31 @@ def test_a_fetch_killed_half_way_leaves_a_lock_that_is_named_not_called_offline(
     settle(a, b, origin)
 
 
+def test_a_checkout_killed_while_writing_the_spine_loses_no_line(pair: tuple[Machine, Machine], origin: Origin,
+                                                                 git: GitCli) -> None:
+    a, b = pair
+    added = f"- [Heron](projects/heron.md) {EM} the heron service. Read when in heron."
+    a.write("projects/heron.md", "---\nscope: heron\nlast_updated: 2026-11-29\n---\n\n# Heron\n\n- nightly.\n")
+    set_spine(a, KESTREL_ENTRY, KESTREL_ENTRY + "\n" + added)
+    StoreBuilder(a.root).rebuild_catalog(a.now)
+    assert a.sync().ok
+    b.append("craft/testing.md", "- from b: snapshot tests are reviewed.\n")
+    # b's sync fetched a's commit and was killed while its checkout wrote SPINE.md: the branch
+    # has not moved, and SPINE.md holds the first part of a's version.
+    git(b.root, "fetch", "-q", "origin", "+refs/heads/main:refs/remotes/origin/main")
+    incoming = pygit2.Repository(str(a.root)).revparse_single("HEAD:SPINE.md").data
+    store = open_store(b.root)
+    checkout_starting(store, store.repo.head.target, pygit2.Oid(hex=a.head()))
+    b.write(SPINE, incoming[:len(incoming) // 3])  # libgit2 writes a checked-out file in place
+    # Before the fix the next sync committed the torn SPINE as an agent's edit, and the merge
+    # pushed a SPINE without the entries after the tear to both machines.
+    report = b.sync()
+    assert report.ok and f"{SPINE}: finished, a killed checkout had written only its start" in report.notes, report
+    files = settle(a, b, origin)
+    assert files[SPINE] == incoming
+    assert_lines_kept(files, added, "- from b: snapshot tests are reviewed.")
+
+
 # -- a sync killed half-way ----------------------------------------------------------------------
 
 CHILD = """
@@ -346,8 +374,16 @@ def sync_in_child(machine: Machine, empty: Path, kill_after: float | None) -> di
             child.wait(30)
 
 
+def half_written(machine: Machine, before: dict[str, bytes]) -> list[str]:
+    """Shared files that hold neither what they held before the sync nor any version git has
+    (a checkout killed while writing them)."""
+    repo = machine.repo()
+    return [p for p, raw in shared_files(machine.root).items()
+            if raw != before.get(p) and pygit2.hash(raw) not in repo]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", list(range(1, 13)))
+@pytest.mark.parametrize("seed", list(range(1, 7)))
 def test_a_sync_killed_at_random_moments_finishes_next_time_with_every_line(
         pair: tuple[Machine, Machine], origin: Origin, tmp_path: Path, seed: int) -> None:
     a, b = pair
@@ -356,7 +392,7 @@ def test_a_sync_killed_at_random_moments_finishes_next_time_with_every_line(
     empty.mkdir()
     written: list[str] = []
     longest = 0.0
-    kills = left_locks = 0
+    kills = left_locks = torn = 0
     for trial in range(7):
         a.later(5)
         b.later(5)
@@ -375,8 +411,10 @@ def test_a_sync_killed_at_random_moments_finishes_next_time_with_every_line(
             assert done is not None and done["state"] == "synced", done
             longest = float(done["seconds"])  # type: ignore[arg-type]
         else:
+            before = shared_files(b.root)
             done = sync_in_child(b, empty, rng.uniform(0.0, longest * 1.2))
             kills += done is None
+            torn += len(half_written(b, before))
         report = b.sync()
         if report.state == "skipped" and done is None:
             # A git lock the killed child held: by design the sync leaves it for the user
