@@ -7,24 +7,21 @@ a store that passes C1-C3."""
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import shutil
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pygit2
 import pytest
 from builders import EM, KESTREL_ENTRY, StoreBuilder
 from distilld.actions.compaction import run_compaction
-from distilld.store.index_detail import index_detail_text
-from distilld.store.spine import Spine
 from distilld.gitstore.repo import open_store
 from distilld.gitstore.torn_checkout import checkout_starting
+from distilld.store.index_detail import index_detail_text
+from distilld.store.spine import Spine
 from gitmachines import GitCli, Machine, Origin, assert_converged, joined_machine, pushed_machine, shared_files
+from sync_child import half_written, sync_in_child
 
 SPINE = "SPINE.md"
 WORD = re.compile(r"\w+")
@@ -201,7 +198,8 @@ def test_a_split_entry_with_a_foreign_joiner_edited_on_both_machines(pair: tuple
 ODD = ["projects/my notes.md", "projects/\u00fcber-k\u00e4se.md", "projects/-dash.md", "projects/caf\u00e9 \u2014 b.md"]
 
 
-def test_odd_file_names_added_and_edited_on_both_machines(pair: tuple[Machine, Machine], origin: Origin) -> None:
+def test_odd_file_names_added_and_edited_on_both_machines(pair: tuple[Machine, Machine], origin: Origin,
+                                                           tmp_path: Path) -> None:
     a, b = pair
     spine = a.read(SPINE).decode()
     for n, path in enumerate(ODD):
@@ -217,6 +215,14 @@ def test_odd_file_names_added_and_edited_on_both_machines(pair: tuple[Machine, M
     every = b"".join(files.values()).decode()
     for n, _ in enumerate(ODD):
         assert f"- a again {n}." in every and f"- b again {n}." in every, n
+    # A third machine joins (git's command line checks out and searches for markers) and
+    # takes part in the next round.
+    c = joined_machine(tmp_path, origin, "c")
+    assert shared_files(c.root) == files
+    c.append(ODD[2], "- c too.\n")
+    assert c.sync().ok
+    files = settle(a, b, origin)
+    assert "- c too." in files[ODD[2]].decode()
 
 
 # -- doubled entries -------------------------------------------------------------------------------
@@ -331,57 +337,6 @@ def test_a_checkout_killed_while_writing_the_spine_loses_no_line(pair: tuple[Mac
 
 # -- a sync killed half-way ----------------------------------------------------------------------
 
-CHILD = """
-import sys, json, time
-from datetime import datetime
-from pathlib import Path
-import pygit2
-from pygit2.enums import ConfigLevel
-for level in (ConfigLevel.GLOBAL, ConfigLevel.XDG, ConfigLevel.SYSTEM):
-    pygit2.settings.search_path[level] = sys.argv[3]
-from distilld.actions.sync import run_sync
-from distilld.gitstore.commit import Identity
-from distilld.policy import load_policy
-now = datetime.fromisoformat(sys.argv[2])
-print("ready", flush=True)
-started = time.monotonic()
-report = run_sync(Path(sys.argv[1]), load_policy(), lambda: now, identity=Identity("distilld on b", "b@x.invalid"))
-print(json.dumps({"state": report.state, "seconds": time.monotonic() - started}), flush=True)
-"""
-
-
-def sync_in_child(machine: Machine, empty: Path, kill_after: float | None) -> dict[str, object] | None:
-    """``machine``'s sync in a child process, SIGKILLed ``kill_after`` seconds after it starts
-    syncing (None: let it finish). What the child reported, or None when it was killed first."""
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(machine.root), machine.now.isoformat(), str(empty)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "ready", child.stderr.read() if child.stderr else ""
-        if kill_after is not None:
-            try:
-                child.wait(kill_after)  # the kill's moment, not a wait for something
-            except subprocess.TimeoutExpired:
-                child.send_signal(signal.SIGKILL)
-                child.wait(30)
-                return None
-        out, err = child.communicate(timeout=120)
-        assert child.returncode == 0, err
-        return json.loads(out.strip().splitlines()[-1])
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(30)
-
-
-def half_written(machine: Machine, before: dict[str, bytes]) -> list[str]:
-    """Shared files that hold neither what they held before the sync nor any version git has
-    (a checkout killed while writing them)."""
-    repo = machine.repo()
-    return [p for p, raw in shared_files(machine.root).items()
-            if raw != before.get(p) and pygit2.hash(raw) not in repo]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", list(range(1, 7)))
 def test_a_sync_killed_at_random_moments_finishes_next_time_with_every_line(
@@ -437,4 +392,5 @@ def test_a_sync_killed_at_random_moments_finishes_next_time_with_every_line(
         every = b"".join(files.values()).decode()
         lost = [line for line in written if line not in every]
         assert not lost, (trial, lost)
+    print(f"seed {seed}: {kills} kills mid-sync, {left_locks} git locks left, {torn} half-written files")
     assert kills >= 2, kills  # the kills did land mid-sync
