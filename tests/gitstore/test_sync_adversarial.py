@@ -8,81 +8,45 @@ a store that passes C1-C3."""
 from __future__ import annotations
 
 import random
-import re
 import shutil
 from pathlib import Path
 
 import pygit2
 import pytest
 from builders import EM, KESTREL_ENTRY, StoreBuilder
-from distilld.actions.compaction import run_compaction
 from distilld.gitstore.repo import open_store
 from distilld.gitstore.torn_checkout import checkout_starting
 from distilld.store.index_detail import index_detail_text
+from distilld.store.paths import set_extra_synced_folders
 from distilld.store.spine import Spine
-from gitmachines import GitCli, Machine, Origin, assert_converged, joined_machine, pushed_machine, shared_files
-from sync_child import half_written, sync_in_child
-
-SPINE = "SPINE.md"
-WORD = re.compile(r"\w+")
-
+from gitmachines import (
+    GitCli,
+    Machine,
+    Origin,
+    assert_converged,
+    joined_machine,
+    lifecycle_store,
+    pushed_machine,
+    shared_files,
+)
+from sync_attacks import (
+    SPINE,
+    assert_lines_kept,
+    assert_words_kept,
+    compact,
+    half_written,
+    kestrel_entries,
+    set_spine,
+    settle,
+    sync_both_ways,
+    sync_in_child,
+    to_crlf,
+)
 
 @pytest.fixture
 def pair(tmp_path: Path, origin: Origin) -> tuple[Machine, Machine]:
     a = pushed_machine(tmp_path, origin)
     return a, joined_machine(tmp_path, origin)
-
-
-def sync_both_ways(a: Machine, b: Machine) -> dict[str, bytes]:
-    """a, b, a, b: every machine ends at the remote's commit; the shared files returned."""
-    for machine in (a, b, a, b):
-        report = machine.sync()
-        assert report.ok, (machine.name, report.state, report.reason, report.notes)
-    return shared_files(a.root)
-
-
-def knowledge_text(files: dict[str, bytes]) -> str:
-    """SPINE, the tier files and their Index detail, one text (line endings dropped)."""
-    return "\n".join(raw.decode().replace("\r", "") for path, raw in files.items()
-                     if path.endswith(".md") and not path.startswith(("archive/", "evidence/", "CATALOG")))
-
-
-def assert_words_kept(files: dict[str, bytes], *texts: str) -> None:
-    """Every word of each text is somewhere in the knowledge (SPINE, tier files, Index detail)."""
-    held = {w.casefold() for w in WORD.findall(knowledge_text(files))}
-    for text in texts:
-        lost = {w for w in WORD.findall(text) if w.casefold() not in held}
-        assert not lost, (lost, text)
-
-
-def assert_lines_kept(files: dict[str, bytes], *lines: str) -> None:
-    text = knowledge_text(files)
-    for line in lines:
-        assert line in text, line
-
-
-def set_spine(machine: Machine, old: str, new: str) -> None:
-    raw = machine.read(SPINE)
-    crlf = b"\r\n" in raw
-    text = raw.decode()
-    assert old in text, old
-    machine.write(SPINE, text.replace(old, new).encode())
-    assert (b"\r\n" in machine.read(SPINE)) == crlf
-
-
-def to_crlf(machine: Machine, path: str = SPINE) -> None:
-    raw = machine.read(path).replace(b"\r\n", b"\n")
-    machine.write(path, raw.replace(b"\n", b"\r\n"))
-
-
-def kestrel_entries(files: dict[str, bytes]) -> list[str]:
-    return [e.joined for e in Spine(files[SPINE]).entries if "projects/kestrel.md" in e.pointers]
-
-
-def settle(a: Machine, b: Machine, origin: Origin) -> dict[str, bytes]:
-    files = sync_both_ways(a, b)
-    assert_converged(origin, a, b)
-    return files
 
 
 OURS = (f"- [Kestrel](projects/kestrel.md) {EM} Kestrel ingest pipeline (Kafka to Parquet); late events go to "
@@ -163,6 +127,25 @@ def test_a_local_overlay_and_unmanaged_folders_stay_on_their_machine(pair: tuple
     assert_words_kept(files, OURS, THEIRS)
 
 
+def test_a_folder_synced_as_it_is_edited_on_both_machines(tmp_path: Path, origin: Origin) -> None:
+    set_extra_synced_folders(("topics",))
+    try:
+        a = Machine("a", tmp_path / "a", origin)
+        lifecycle_store(a.root)
+        a.write("topics/rust.md", "# Rust\n\n- edition 2021.\n")
+        a.init()
+        assert a.sync().pushed
+        b = joined_machine(tmp_path, origin)
+        assert b.read("topics/rust.md") == a.read("topics/rust.md")
+        a.append("topics/rust.md", "- clippy in CI.\n")
+        b.append("topics/rust.md", "- cargo deny in CI.\n")
+        files = settle(a, b, origin)
+    finally:
+        set_extra_synced_folders(())
+    every = b"".join(files.values()).decode()
+    assert "- clippy in CI." in every and "- cargo deny in CI." in every
+
+
 # -- pointers joined by something other than " + " -----------------------------------------------
 
 @pytest.mark.parametrize("joiner", [", ", " / ", " and ", "; ", " \u00b7 "])
@@ -236,14 +219,6 @@ def test_a_doubled_entry_whose_hooks_share_no_sentence(pair: tuple[Machine, Mach
     files = settle(a, b, origin)
     assert len(kestrel_entries(files)) == 1, kestrel_entries(files)
     assert_words_kept(files, ours, theirs)
-
-
-def compact(machine: Machine) -> None:
-    def run(record):  # type: ignore[no-untyped-def]
-        record.subject = "distilld: compaction"
-        return run_compaction(machine.root, machine.policy, machine.clock)
-
-    machine.operation("compaction", run)
 
 
 def long_hook(tag: str) -> str:
