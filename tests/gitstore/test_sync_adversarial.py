@@ -7,13 +7,16 @@ a store that passes C1-C3."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import time
 from pathlib import Path
 
 import pygit2
 import pytest
 from builders import EM, KESTREL_ENTRY, StoreBuilder
+from distilld.actions.status import store_problems
 from distilld.gitstore.repo import open_store
 from distilld.gitstore.torn_checkout import checkout_starting
 from distilld.store.index_detail import index_detail_text
@@ -281,6 +284,9 @@ def test_a_fetch_killed_half_way_leaves_a_lock_that_is_named_not_called_offline(
     report = b.sync()
     assert report.state == "skipped", (report.state, report.reason)
     assert report.reason is not None and str(lock) in report.reason and "fetching" in report.reason
+    old = time.time() - 120
+    os.utime(lock, (old, old))  # status lists it once it is a minute old, as it does index.lock
+    assert any(str(lock) in problem for problem in store_problems(b.root)), store_problems(b.root)
     lock.unlink()
     settle(a, b, origin)
 
