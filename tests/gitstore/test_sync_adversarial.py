@@ -316,6 +316,20 @@ def test_a_checkout_killed_while_writing_the_spine_loses_no_line(pair: tuple[Mac
     assert_lines_kept(files, added, "- from b: snapshot tests are reviewed.")
 
 
+def test_a_torn_ledger_tail_on_one_machine_while_the_other_changes_nothing(pair: tuple[Machine, Machine],
+                                                                          origin: Origin) -> None:
+    """No merge to leave the torn line out: before, the sync committed it as an agent's change
+    and pushed it, and both clones failed C2 on a malformed ledger line."""
+    a, b = pair
+    ledger = b.read("archive/LEDGER.md")
+    torn = b"- 2026-11-30T15:00:00Z archive | from: projects/kestrel.md | to: archive/projec"
+    b.write("archive/LEDGER.md", ledger + torn)
+    b.append("craft/testing.md", "- from b: flaky tests are quarantined.\n")
+    files = settle(a, b, origin)
+    assert torn not in files["archive/LEDGER.md"], files["archive/LEDGER.md"][-200:]
+    assert_lines_kept(files, "- from b: flaky tests are quarantined.")
+
+
 # -- a sync killed half-way ----------------------------------------------------------------------
 
 @pytest.mark.slow
