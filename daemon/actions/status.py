@@ -182,18 +182,22 @@ def _git_dir(root: Path) -> Path | None:
 
 
 def stale_git_locks(root: Path, now: float) -> list[tuple[Path, int]]:
-    """git lock files (index.lock, HEAD.lock) older than STALE_GIT_LOCK_SECONDS: a git that
-    crashed, or one that hangs; every commit waits while they stand."""
+    """git lock files (index.lock, HEAD.lock, a branch's or a remote-tracking ref's, which a
+    fetch killed half-way leaves) older than STALE_GIT_LOCK_SECONDS: a git that crashed, or one
+    that hangs; every commit (or sync) waits while they stand."""
     gitdir = _git_dir(root)
+    if gitdir is None:
+        return []
     found: list[tuple[Path, int]] = []
-    for name in ("index.lock", "HEAD.lock"):
-        path = gitdir / name if gitdir is not None else None
+    candidates = [gitdir / "index.lock", gitdir / "HEAD.lock", *sorted(gitdir.glob("refs/heads/*.lock")),
+                  *sorted(gitdir.glob("refs/remotes/*/*.lock"))]
+    for path in candidates:
         try:
-            age = int(now - path.stat().st_mtime) if path is not None else -1
+            age = int(now - path.stat().st_mtime)
         except OSError:
             continue
         if age >= STALE_GIT_LOCK_SECONDS:
-            found.append((path, age))  # type: ignore[arg-type]
+            found.append((path, age))
     return found
 
 

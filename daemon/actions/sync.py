@@ -41,6 +41,7 @@ from ..gitstore.sync import SyncReport, sync_store
 from ..gitstore.trees import head_commit
 from ..gitstore.verify import verify_archive
 from ..policy import Policy
+from .passes import take_back_torn_ledger
 
 DEFAULT_IDENTITY = Identity()
 
@@ -59,6 +60,11 @@ def lock_holder(root: Path, policy: Policy, owner: str | None = None) -> Callabl
                           "committed and synced once it has finished") from None
         try:
             with guarded_pass(Path(root).resolve()):  # no checkout through a link, no shrunken ledger
+                if taken.kind is not AcquireKind.ALREADY_HELD:
+                    # With the lock ours, a ledger line without its line break is an append that
+                    # never finished: taken back as every pass does, before it could be committed
+                    # and pushed as a whole (malformed) line to every machine.
+                    take_back_torn_ledger(Path(root))
                 yield lock
         finally:
             if taken.kind is not AcquireKind.ALREADY_HELD:  # else an outer pass holds it and releases it

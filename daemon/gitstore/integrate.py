@@ -22,6 +22,7 @@ from .errors import GitBusy
 from .merge import Flat, flatten, incoming_problems, merge_commits
 from .remote import tracking_head
 from .repo import StoreRepo
+from .torn_checkout import checkout_done, checkout_starting
 from .trees import head_commit
 from .verify import Mismatch, verify_paths
 
@@ -47,21 +48,26 @@ def _checkout(store: StoreRepo, old: pygit2.Commit | None, new: pygit2.Oid, why:
     """SAFE checkout of ``new``, then move the branch from ``old`` (compare-and-swap)."""
     repo = store.repo
     conflicts = _Conflicts()
+    if old is not None:
+        checkout_starting(store, old.id, new)  # a kill from here on: the next sync finishes torn files
     try:
-        repo.checkout_tree(  # type: ignore[no-untyped-call]
-            repo[new], strategy=strategy | CheckoutStrategy.DONT_OVERWRITE_IGNORED, callbacks=conflicts)
-    except pygit2.GitError as error:
-        where = ", ".join(sorted(set(conflicts.paths))) or str(error)
-        raise Blocked(f"incoming changes would overwrite uncommitted edits ({where}); commit or move those "
-                      "edits, and the next sync takes the changes in") from None
-    if old is None:
-        _create_branch(store, new, why)
-        return
-    ref = repo.references.get(store.branch_ref)
-    if ref is None or ref.target != old.id:
-        raise GitBusy(f"{store.root}: {store.branch} moved while syncing; the work tree holds the synced files, "
-                      "retrying later")
-    ref.set_target(new, f"distilld: {why}")
+        try:
+            repo.checkout_tree(  # type: ignore[no-untyped-call]
+                repo[new], strategy=strategy | CheckoutStrategy.DONT_OVERWRITE_IGNORED, callbacks=conflicts)
+        except pygit2.GitError as error:
+            where = ", ".join(sorted(set(conflicts.paths))) or str(error)
+            raise Blocked(f"incoming changes would overwrite uncommitted edits ({where}); commit or move those "
+                          "edits, and the next sync takes the changes in") from None
+        if old is None:
+            _create_branch(store, new, why)
+            return
+        ref = repo.references.get(store.branch_ref)
+        if ref is None or ref.target != old.id:
+            raise GitBusy(f"{store.root}: {store.branch} moved while syncing; the work tree holds the synced "
+                          "files, retrying later")
+        ref.set_target(new, f"distilld: {why}")
+    finally:
+        checkout_done(store)
 
 
 def _create_branch(store: StoreRepo, new: pygit2.Oid, why: str) -> None:

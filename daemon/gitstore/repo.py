@@ -325,6 +325,10 @@ def busy_reason(store: StoreRepo) -> str | None:
     for name in ("HEAD.lock", f"refs/heads/{store.branch}.lock"):
         if (gitdir / name).exists():
             return _lock_note(gitdir / name, "another git process is moving a branch")
+    # A fetch killed half-way leaves this one: every later fetch fails on it, which is no
+    # reason to call the remote offline and back off.
+    if (gitdir / f"{store.tracking_ref}.lock").exists():
+        return _lock_note(gitdir / f"{store.tracking_ref}.lock", "another git process is fetching")
     state = repo.state()
     if state != RepositoryState.NONE:
         return f"a git {state.name.lower().replace('_', ' ')} is in progress in {store.root}; finish or abort it"

@@ -30,6 +30,7 @@ from .errors import GitBusy, RemoteError
 from .integrate import integrate
 from .remote import PushRejected, ahead_behind, fetch, push, rewound_since, tracking_head
 from .repo import MANAGED_FILES, StoreRepo, busy_reason, write_info_attributes
+from .torn_checkout import finish_torn_files
 from .sync_state import SyncState, backoff_seconds, load_state, save_state
 from .trees import head_commit
 from .verify import verify_archive, verify_pulled
@@ -98,6 +99,8 @@ class _Run:
         try:
             with self.hold_lock():
                 now = self.clock()
+                torn = finish_torn_files(self.store)  # before they could pass for an agent's edit
+                report.notes += [f"{p}: finished, a killed checkout had written only its start" for p in torn]
                 if self.commit_agents:
                     captured = commit_agent_changes(self.store, self.identity.signature(now), new_pass_id(now),
                                                     self.wall(), self.quiet_seconds)

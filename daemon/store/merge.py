@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import secrets
 import tempfile
-from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
 
 from .conflicts import has_conflict_markers
 from .findings import Finding
@@ -34,6 +32,7 @@ from .index_detail import hooks_not_held, hooks_with_new_words
 from .ledger import Ledger, LedgerLine, merge_ledgers, parsed_ledger
 from .limits import Limits
 from .line_replay import replay_lines
+from .merge_sides import GROWTH_CAPS, BytesFiles, FileSet, Overlay, Sides, StoreMerge
 from .paths import ARCHIVE_PREFIX, CATALOG, EVIDENCE_PREFIX, LEDGER, SPINE, archived_path
 from .snapshot import snapshot_from_files
 from .spine_dedupe import doubled_pointers, merge_doubled_entries
@@ -51,89 +50,8 @@ from .text import (
     whole_lines,
 )
 
-
-class FileSet(Protocol):
-    """One side of a merge: store-relative paths and their bytes, read on demand."""
-
-    def paths(self) -> Iterable[str]: ...
-
-    def get(self, path: str) -> bytes | None: ...
-
-    def ident(self, path: str) -> Hashable | None:
-        """Equal idents mean equal bytes (a blob id, or the bytes themselves); None: absent."""
-        ...
-
-
-class BytesFiles:
-    """A FileSet over a dict, for tests and small stores."""
-
-    def __init__(self, files: Mapping[str, bytes]) -> None:
-        self.files = dict(files)
-
-    def paths(self) -> Iterable[str]:
-        return self.files.keys()
-
-    def get(self, path: str) -> bytes | None:
-        return self.files.get(path)
-
-    def ident(self, path: str) -> Hashable | None:
-        return self.files.get(path)
-
-
-class _Overlay:
-    """Ours with the merge's changes on top: the merged store as it is being built."""
-
-    def __init__(self, ours: FileSet, changes: dict[str, bytes | None]) -> None:
-        self.ours = ours
-        self.changes = changes
-
-    def get(self, path: str) -> bytes | None:
-        if path in self.changes:
-            return self.changes[path]
-        return self.ours.get(path)
-
-    def paths(self) -> set[str]:
-        present = set(self.ours.paths())
-        for path, raw in self.changes.items():
-            if raw is None:
-                present.discard(path)
-            else:
-                present.add(path)
-        return present
-
-    def materialise(self) -> dict[str, bytes]:
-        out: dict[str, bytes] = {}
-        for path in self.paths():
-            raw = self.get(path)
-            if raw is not None:
-                out[path] = raw
-        return out
-
-
-@dataclass(frozen=True)
-class Sides:
-    """How the inbox items name where a kept version came from."""
-
-    local: str = "local"
-    remote: str = "remote"
-
-
-@dataclass
-class StoreMerge:
-    changes: dict[str, bytes | None] = field(default_factory=dict)  # on top of ours; None deletes
-    inbox: list[str] = field(default_factory=list)  # sync-conflict items created
-    resolutions: list[str] = field(default_factory=list)  # one line per decision, for the log
-    blocked_by: list[Finding] = field(default_factory=list)  # failures the merge would introduce
-    inherited: list[Finding] = field(default_factory=list)  # failures one side already had
-    over_caps: list[Finding] = field(default_factory=list)  # caps both sides' growth passed together
-
-    @property
-    def ok(self) -> bool:
-        return not self.blocked_by
-
-
-# The size caps two sides can pass only together; compaction brings a store back within them.
-GROWTH_CAPS = frozenset({"spine-lines", "spine-bytes", "entry-bytes", "file-lines", "file-bytes"})
+# The names callers import from here (the sides and the result live in store/merge_sides.py).
+__all__ = ["GROWTH_CAPS", "BytesFiles", "FileSet", "Sides", "StoreMerge", "has_conflict_markers", "merge_stores"]
 
 
 # -- the merge -----------------------------------------------------------------------------
@@ -144,7 +62,7 @@ class _Merger:
         self.base, self.ours, self.theirs, self.sides, self.now = base, ours, theirs, sides, now
         self.checks = checks if checks is not None else IncrementalStore()
         self.result = StoreMerge()
-        self.view = _Overlay(ours, self.result.changes)
+        self.view = Overlay(ours, self.result.changes)
         self.inbox = ConflictInbox(now, token, lambda p: self.view.get(p) is not None)
         self.touched: set[str] = set()
 

@@ -52,6 +52,16 @@ def joined_group(line: str) -> tuple[tuple[Pointer, ...], str] | None:
     return pointers, line[match.end():]
 
 
+def group_and_hook(entry: SpineEntry) -> tuple[tuple[Pointer, ...], str]:
+    """The entry's leading pointers and its hook, reading a group joined by ", ", " / ", ...
+    as one group (where the checker would read the other pointers as hook text)."""
+    found = joined_group(entry.joined)
+    if found is None:
+        return entry.leading_group, entry.hook
+    pointers, rest = found
+    return pointers, rtrim(DOUBLE_DASH_RE.sub("", EM_DASH_RE.sub("", rest, count=1), count=1))
+
+
 def pointers_in_line(line: str) -> list[str]:
     """Every ``](….md)`` target on an entry line, hook text included (the C2 extraction)."""
     return POINTER_RE.findall(line)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .spine import EM_DASH, Pointer, Spine, SpineEntry
+from .spine import EM_DASH, Pointer, Spine, SpineEntry, group_and_hook, replace_entry
 from .hook_clauses import inside_pairs
-from .text import byte_len, decode, dominant_ending, encode, lines_with_endings
+from .text import byte_len, decode, encode, lines_with_endings
 
 _SPACES = re.compile(r"\s+")
 
@@ -77,10 +77,12 @@ def union_hook(first: str, second: str) -> str:
 
 def _one_entry(first: SpineEntry, second: SpineEntry, entry_max_bytes: int) -> tuple[str, str | None]:
     """The merged entry's text, and the hook that went to Index detail instead (if one did)."""
-    group: list[Pointer] = list(first.leading_group)
-    group += [p for p in second.leading_group if p.path not in {q.path for q in group}]
+    # A group joined by ", " (or " / ", ...) is read as one group: else its other pointers
+    # would count as hook text, and both versions' copies of them would stand in the hook.
+    (g1, h1), (g2, h2) = group_and_hook(first), group_and_hook(second)
+    group: list[Pointer] = list(g1)
+    group += [p for p in g2 if p.path not in {q.path for q in group}]
     pointers = " + ".join(f"[{p.title}]({p.path})" for p in group)
-    h1, h2 = first.hook, second.hook
     if not _flat(h2) or _flat(h2) in _flat(h1):
         hook, spare = h1, None
     elif _flat(h1) in _flat(h2):
@@ -105,15 +107,10 @@ def merge_doubled_entries(raw: bytes, paths: set[str], entry_max_bytes: int) -> 
         path = min(doubled, key=lambda p: doubled[p][0])
         first, second = (e for e in spine.entries if e.line_index + 1 in doubled[path][:2])
         line, spare = _one_entry(first, second, entry_max_bytes)
-        text = decode(result.raw)
-        ending = dominant_ending(text)
-        lines = lines_with_endings(text)
-        keep_ending = lines[first.line_index + first.line_count - 1][len(lines[first.line_index
-                                                                            + first.line_count - 1].rstrip("\r\n")):]
-        out = (lines[:first.line_index] + [line + (keep_ending or ending)]
-               + lines[first.line_index + first.line_count:second.line_index]
-               + lines[second.line_index + second.line_count:])
-        result.raw = encode("".join(out))
+        # The second goes first: it stands below the first, whose line numbers stay as parsed.
+        lines = lines_with_endings(decode(result.raw))
+        without_second = encode("".join(lines[:second.line_index] + lines[second.line_index + second.line_count:]))
+        result.raw = replace_entry(without_second, first, line)
         result.merged.append(path)
         if spare:
             result.details.setdefault(first.leading_group[0].path, []).append(spare)
