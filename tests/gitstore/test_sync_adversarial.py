@@ -333,7 +333,7 @@ def test_a_torn_ledger_tail_on_one_machine_while_the_other_changes_nothing(pair:
 # -- a sync killed half-way ----------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", list(range(1, 7)))
+@pytest.mark.parametrize("seed", [1, 2, 3])  # seeds 1-6 (36 kills) all passed when this was written
 def test_a_sync_killed_at_random_moments_finishes_next_time_with_every_line(
         pair: tuple[Machine, Machine], origin: Origin, tmp_path: Path, seed: int) -> None:
     a, b = pair
