@@ -212,23 +212,29 @@ def append_bytes(path: Path, data: bytes, durable: bool = True) -> None:
 def drop_torn_tail(path: Path) -> bytes:
     """Cut a final line without a line break off ``path`` (a write that never finished) and
     return its bytes; b"" when the file ends whole or does not exist. The caller holds the lock."""
-    try:
-        with _parent(path) as (dir_fd, name):
-            _refuse_link_in_place(path, name, dir_fd)
-            fd = _open_file(name, dir_fd, os.O_RDWR)
-    except FileNotFoundError:
-        return b""
-    try:
-        size = os.fstat(fd).st_size
-        keep = _whole_length(fd, size)
-        if keep == size:
+    # Looked at read-only first: a file opened for writing is reported by the watch as written
+    # (inotify's close-after-write) even when nothing was cut, and the daemon would follow its own
+    # look at the ledger again and again.
+    for mode in (os.O_RDONLY, os.O_RDWR):
+        try:
+            with _parent(path) as (dir_fd, name):
+                _refuse_link_in_place(path, name, dir_fd)
+                fd = _open_file(name, dir_fd, mode)
+        except FileNotFoundError:
             return b""
-        torn = os.pread(fd, size - keep, keep)
-        os.ftruncate(fd, keep)
-        os.fsync(fd)
-        return torn
-    finally:
-        os.close(fd)
+        try:
+            size = os.fstat(fd).st_size
+            keep = _whole_length(fd, size)
+            if keep == size:
+                return b""
+            if mode == os.O_RDWR:
+                torn = os.pread(fd, size - keep, keep)
+                os.ftruncate(fd, keep)
+                os.fsync(fd)
+                return torn
+        finally:
+            os.close(fd)
+    return b""  # not reached: the second look either finds the file whole or cuts it
 
 
 def remove(path: Path) -> None:

@@ -211,10 +211,14 @@ def test_its_own_writes_do_not_start_it_again(daemon: Daemon) -> None:
     # An absence over time, deliberately: no event marks "it decided not to start again", so the
     # test gives it 8 quiet periods to do so (a fixed wait of the daemon's own timing).
     time.sleep(QUIET * 8)
-    assert daemon.status()["passes"]["follow"]["at"] == follow_at
+    assert daemon.status()["passes"]["follow"]["at"] == follow_at, daemon.activity()
     assert daemon.activity().count("\n") == lines
     assert len(daemon.head_log()) == commits
-    assert daemon.status()["watcher"]["ignored_own_writes"] >= 1
+    # The watch saw the writes and stayed alive. Whether the catalog's own write reaches it as an
+    # event of its own or inside the batch that started the follow depends on the kernel's timing,
+    # so the count of own writes it dropped is not asserted (it was 0 on an idle machine too).
+    watcher = daemon.status()["watcher"]
+    assert watcher["alive"] and watcher["events"] >= 1, watcher
 
 
 def test_a_second_instance_is_refused(daemon: Daemon) -> None:
