@@ -23,6 +23,7 @@ import pygit2
 from pygit2.enums import FileMode
 
 from ..engine.crash import crashpoint  # a stdlib-only leaf: fault injection for the crash tests
+from ..store.conflicts import has_conflict_markers  # the leaf, not the merge that re-exports it
 from ..store.paths import sync_class
 from .errors import CommitRefused, GitBusy
 from .gitcli import git_executable
@@ -116,8 +117,6 @@ def read_committable(root: Path, path: str) -> Committable | None:
         return None
     except OSError as error:
         raise CommitRefused(f"{root}: {path} cannot be read ({error.strerror or error})") from None
-    from ..store.merge import has_conflict_markers  # only a commit pays for loading the merge
-
     if has_conflict_markers(data):
         raise CommitRefused(f"{root}: {path} holds git conflict markers; resolve them by hand, then distilld "
                             "commits it")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pygit2
 
+from ..store.conflicts import has_conflict_markers
 from ..store.paths import sync_class
 from .agent_changes import commit_agent_changes, working_changes
 from .auth import Credentials, apply_timeouts
@@ -223,8 +224,6 @@ def push_refusal(store: StoreRepo) -> str | None:
     """What is about to be pushed, whoever committed it (the user by hand included): a file left
     with conflict markers, a machine-local path, a symlink or an uncontained path would stop
     every other machine. The commit and the file are named, with how to fix it."""
-    from ..store.merge import has_conflict_markers
-
     repo = store.repo
     head = head_commit(repo)
     if head is None:
