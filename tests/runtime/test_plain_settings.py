@@ -108,7 +108,8 @@ def likely_value(rule: Rule) -> st.SearchStrategy[Any]:
 
 
 def section(rules: dict[str, Rule], odd: bool) -> st.SearchStrategy[Any]:
-    keys = {key: st.one_of(likely_value(rule), ODD_VALUES) if odd else likely_value(rule) for key, rule in rules.items()}
+    keys = {key: st.one_of(likely_value(rule), ODD_VALUES) if odd else likely_value(rule)
+            for key, rule in rules.items()}
     mapping = st.fixed_dictionaries({}, optional=keys)
     return st.one_of(mapping, mapping.map(lambda d: {**d, "typo": 1}), ODD_VALUES) if odd else mapping
 
@@ -163,8 +164,8 @@ def test_the_environment_is_plain_only_when_the_model_reads_nothing_odd(
 
 
 BAD_CONFIGS = ['stor = "typo"\n', "[watch]\nquiet_seconds = 0\n", "[watch]\nquiet_seconds = 10\nmax_wait_seconds = 5\n",
-               "[schedule]\nsync_minutes = 'often'\n", "[git]\nremote = 'a b'\n", '[git]\nextra_folders = ["archive"]\n',
-               "[log]\nlevl = 'debug'\n", "[watch\n"]
+               "[schedule]\nsync_minutes = 'often'\n", "[git]\nremote = 'a b'\n",
+               '[git]\nextra_folders = ["archive"]\n', "[log]\nlevl = 'debug'\n", "[watch\n"]
 
 
 @pytest.mark.parametrize("text", BAD_CONFIGS)
