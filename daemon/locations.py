@@ -97,12 +97,18 @@ def runtime_dir() -> Path:
 
 def default_store() -> Path:
     """The store when none is given: $DISTILLD_STORE, else the config file's, else ~/.aura-distill.
-    Only a config file that exists is parsed and validated (with the full settings)."""
+    Only a config file that exists is parsed and validated (all of it: without pydantic when it
+    is plain, plain_settings.py, else with the full settings)."""
     from_env = os.environ.get("DISTILLD_STORE")
     if from_env:
         return Path(from_env).expanduser().absolute()
     if not config_file().exists():
         return Path(DEFAULT_STORE).expanduser()
+    from .plain_settings import checked_config_data
+
+    data = checked_config_data()
+    if data is not None:  # as the model's validator makes it: expanded, then absolute
+        return Path(os.path.abspath(Path(data.get("store", DEFAULT_STORE)).expanduser()))
     from .settings import load_settings
 
     return load_settings().store

@@ -36,8 +36,11 @@ from .locations import config_file as config_file
 from .locations import instance_key as instance_key
 from .locations import runtime_dir as runtime_dir
 from .locations import state_dir as state_dir
+# The environment's checks and the model's rules without pydantic, for commands that need little.
+from .plain_settings import ENV_PREFIX as ENV_PREFIX
+from .plain_settings import OTHER_VARIABLES as OTHER_VARIABLES
+from .plain_settings import refuse_unknown_variables as refuse_unknown_variables
 
-ENV_PREFIX = "DISTILLD_"
 # Linux allows 108 bytes for a Unix socket path, macOS 104; stay under both.
 SOCKET_PATH_MAX = 100
 
@@ -262,28 +265,6 @@ def describe_errors(error: ValidationError, source: Path) -> str:
         parts.append(f"{key}: {message}")
     where = f"fix it in {source} or ${_env_name(tuple(error.errors()[0]['loc']))}"
     return "config error at " + "; ".join(parts) + f" ({where})"
-
-
-# DISTILLD_* variables that are not settings keys: folders, command-line option defaults, the
-# service's files and the crash-test hooks. Any other top-level one is a typo (DISTILLD_STOR).
-OTHER_VARIABLES = frozenset({
-    "CONFIG", "CONFIG_DIR", "STATE_DIR", "RUNTIME_DIR", "POLICY", "SSH_KEY", "GIT_EMAIL", "GIT_NAME",
-    "GIT_TOKEN", "GIT_USER", "BAD_SETTINGS_FILE", "CRASH_AT", "CRASH_SIGNAL", "PAUSE_AT", "PAUSE_FILE",
-})
-
-
-def refuse_unknown_variables() -> None:
-    """A top-level DISTILLD_ variable nothing reads is refused, with the nearest known name
-    (issue 27: DISTILLD_STOR=/x was accepted silently). Nested ones (A__B) are the model's."""
-    import difflib
-
-    known = {name.upper() for name in Settings.model_fields} | OTHER_VARIABLES
-    for variable in sorted(os.environ):
-        name = variable.removeprefix(ENV_PREFIX)
-        if variable.startswith(ENV_PREFIX) and "__" not in name and name not in known and not name.startswith("_"):
-            near = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f"; did you mean ${ENV_PREFIX}{near[0]}?" if near else ""
-            raise ConfigError(f"config error at ${variable}: unknown setting{hint} (unset it)")
 
 
 def load_settings(config: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:

@@ -128,6 +128,36 @@ def test_a_bad_extra_folders_value_is_refused_by_check_naming_the_key(tmp_path: 
     assert done.returncode == 78 and "git.extra_folders" in done.stderr and "config.toml" in done.stderr
 
 
+# What a `sync` with nothing to do must not load: pydantic (0.2 s of a 0.6 s sync, issue 26: the
+# settings are checked without it when they are plain), the lock and what it brings (its log,
+# structlog, the guards), recovery and every pass's planner, and the merge.
+NOT_FOR_A_NO_OP_SYNC = ("pydantic", "pydantic_core", "pydantic_settings", "structlog", "logging",
+                        "distilld.engine.lock", "distilld.engine.guard", "distilld.engine.recovery",
+                        "distilld.engine.passes", "distilld.gitstore.integrate", "distilld.gitstore.merge",
+                        "distilld.store.merge", "distilld.store.snapshot")
+
+
+def test_a_sync_with_nothing_to_do_loads_neither_the_settings_model_nor_the_lock(tmp_path: Path) -> None:
+    import pygit2
+    from distilld.actions.sync import run_init, run_sync
+    from distilld.policy import load_policy
+
+    store = healthy_store(tmp_path / "store").root
+    origin = tmp_path / "origin.git"
+    pygit2.init_repository(str(origin), bare=True)
+    run_init(store, load_policy(), lambda: FIXED_NOW, remote_url=str(origin), pack=False)
+    assert run_sync(store, load_policy(), lambda: FIXED_NOW).pushed
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.toml").write_text('[watch]\nquiet_seconds = 0.5\n[git]\nextra_folders = ["topics"]\n')
+    env = {**subprocess_env(tmp_path), "DISTILLD_CONFIG_DIR": str(tmp_path / "cfg")}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "distilld", "sync", str(store)],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.endswith(": up to date\n"), done.stdout + done.stderr[-2000:]
+    modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "distilld.gitstore.sync" in modules and "distilld.plain_settings" in modules
+    assert sorted(m for m in modules if m.startswith(NOT_FOR_A_NO_OP_SYNC)) == []
+
+
 def test_the_entry_point_imports_the_cli_without_collecting_then_sets_its_objects_aside(tmp_path: Path) -> None:
     script = ("import gc, sys\nfrom distilld.__main__ import run\nsys.argv = ['distilld', '--version']\n"
               "code = run()\nprint(code, gc.isenabled(), gc.get_freeze_count() > 1000, file=sys.stderr)")

@@ -14,43 +14,36 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..engine.guard import guarded_pass, set_aside_seen_ledger, settle_set_aside_ledger
-from ..engine.lock import AcquireKind, StoreLock, default_owner
-from ..engine.recovery import interrupted_passes
-from ..errors import LockHeld, LockLost
-from ..gitstore.agent_changes import commit_agent_changes, work_tree_ids, working_changes
-from ..gitstore.auth import Credentials, apply_timeouts
-from ..gitstore.cli_join import transport
-from ..gitstore.commit import CommitResult, Identity, commit_operation, new_pass_id
-from ..gitstore.errors import CommitRefused, GitBusy, GitStoreError, NotAStoreRepo, RemoteError
-from ..gitstore.integrate import integrate
-from ..gitstore.join_branch import choose_join_branch
-from ..gitstore.maintenance import pack_objects
-from ..gitstore.remote import fetch, tracking_head
-from ..gitstore.repo import (
-    InitReport,
-    StoreRepo,
-    busy_reason,
-    init_store,
-    open_store,
-    write_managed_files,
-)
+from ..gitstore.commit import CommitResult, Identity
+from ..gitstore.errors import GitStoreError
+from ..gitstore.repo import InitReport, open_store
 from ..gitstore.sync import SyncReport, sync_store
-from ..gitstore.trees import head_commit
-from ..gitstore.verify import verify_archive
-from ..policy import Policy
-from .passes import take_back_torn_ledger
+
+if TYPE_CHECKING:
+    from ..gitstore.auth import Credentials
+    from ..gitstore.repo import StoreRepo
+    from ..policy import Policy
+
+# What only some runs need is imported where it is used: a sync with nothing to do takes no lock
+# and finishes no pass, and each module it leaves alone (the lock, its guards and log, recovery,
+# the merge) is CPU that a one-shot `distilld sync` would pay for nothing.
 
 DEFAULT_IDENTITY = Identity()
 
 
 def lock_holder(root: Path, policy: Policy, owner: str | None = None) -> Callable[[], AbstractContextManager[object]]:
-    """Take the store's .lock without waiting; a held lock becomes GitBusy (skip, retry later)."""
+    """Take the store's .lock without waiting; a held lock becomes GitBusy (skip, retry later).
+    The lock's modules load when it is first taken: a sync with nothing to do never takes it."""
 
     @contextmanager
     def hold() -> Iterator[object]:
+        from ..engine.guard import guarded_pass
+        from ..engine.lock import AcquireKind, StoreLock, default_owner
+        from ..errors import LockHeld, LockLost
+        from ..gitstore.errors import GitBusy
+
         lock = StoreLock.from_policy(root, owner or default_owner(), policy.lock)
         try:
             taken = lock.acquire(0)
@@ -64,6 +57,8 @@ def lock_holder(root: Path, policy: Policy, owner: str | None = None) -> Callabl
                     # With the lock ours, a ledger line without its line break is an append that
                     # never finished: taken back as every pass does, before it could be committed
                     # and pushed as a whole (malformed) line to every machine.
+                    from .passes import take_back_torn_ledger
+
                     take_back_torn_ledger(Path(root))
                 yield lock
         finally:
@@ -98,6 +93,8 @@ class InitOutcome:
 def absolute_remote(url: str | None) -> str | None:
     """A remote given as a relative path, made absolute, as `git clone` records it: kept as given,
     git (run in the store) and the daemon (run from anywhere) would each read it elsewhere."""
+    from ..gitstore.cli_join import transport
+
     if url is None or transport(url) != "local" or url.lower().startswith("file://") or Path(url).is_absolute():
         return url
     return str(Path(url).expanduser().absolute())
@@ -109,6 +106,19 @@ def run_init(store: Path, policy: Policy, clock: Callable[[], datetime], remote_
     """Adopt or create the store's repository. With a remote and no commit yet, the remote's
     branch is checked out first (a second machine joining); then whatever is shared and not yet
     committed (the attribute and ignore files included) becomes the first commit."""
+    from ..engine.guard import set_aside_seen_ledger, settle_set_aside_ledger
+    from ..gitstore.agent_changes import commit_agent_changes
+    from ..gitstore.auth import apply_timeouts
+    from ..gitstore.commit import new_pass_id
+    from ..gitstore.errors import GitBusy, RemoteError
+    from ..gitstore.integrate import integrate
+    from ..gitstore.join_branch import choose_join_branch
+    from ..gitstore.maintenance import pack_objects
+    from ..gitstore.remote import fetch, tracking_head
+    from ..gitstore.repo import busy_reason, init_store, write_managed_files
+    from ..gitstore.trees import head_commit
+    from ..gitstore.verify import verify_archive
+
     repo_store, report = init_store(store, branch, absolute_remote(remote_url))
     outcome = InitOutcome(report)
     hold = lock_holder(repo_store.root, policy)
@@ -265,6 +275,11 @@ def committed_operation(store: Path, operation: str, policy: Policy, clock: Call
     """Run a maintenance operation inside ``with``; it becomes one commit of exactly the paths
     it changed. What agents wrote before it is committed first, as its own commit. A store that
     is not a distilld repository, or a busy git, only leaves a note: the operation still runs."""
+    from ..engine.recovery import interrupted_passes
+    from ..gitstore.agent_changes import commit_agent_changes, work_tree_ids, working_changes
+    from ..gitstore.commit import commit_operation, new_pass_id
+    from ..gitstore.errors import CommitRefused, GitBusy, NotAStoreRepo
+
     now = clock()
     record = OperationRecord(operation, new_pass_id(now))
     try:

@@ -26,11 +26,12 @@ def _git_credentials(ssh_key: Path | None) -> Any:
 
 
 def _extra_folders() -> tuple[str, ...]:
-    """git.extra_folders from the settings: the folders synced as they are."""
-    from ..settings import load_settings
+    """git.extra_folders from the settings, all of which are checked (a bad config is refused):
+    the folders synced as they are. pydantic loads only for settings it alone can judge."""
+    from ..plain_settings import checked_extra_folders
     from ..store.paths import set_extra_synced_folders
 
-    extra: tuple[str, ...] = load_settings().git.extra_folders
+    extra = checked_extra_folders()
     set_extra_synced_folders(extra)
     return extra
 

@@ -23,7 +23,7 @@ import pygit2
 from pygit2.enums import FileMode
 
 from ..crashpoints import crashpoint  # a stdlib-only leaf: fault injection for the crash tests
-from ..store.merge import has_conflict_markers
+from ..store.conflicts import has_conflict_markers  # the leaf, not the merge that re-exports it
 from ..store.paths import sync_class
 from .errors import CommitRefused, GitBusy
 from .gitcli import git_executable

@@ -35,7 +35,7 @@ from typing import Any
 import pygit2
 from pygit2.enums import FileMode
 
-from ..store.snapshot import stamp_of
+from ..store.file_stamp import stamp_of
 from .repo import StoreRepo, write_state_file
 
 FRESH_INDEX = "fresh-index.json"  # in the state folder: paths whose stat data waits for their second to end

@@ -16,24 +16,27 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pygit2
 
-from ..store.limits import Limits
-from ..store.merge import has_conflict_markers
+from ..store.conflicts import has_conflict_markers
 from ..store.paths import sync_class
 from .agent_changes import commit_agent_changes, working_changes
 from .auth import Credentials, apply_timeouts
 from .commit import Identity, new_pass_id
 from .errors import GitBusy, RemoteError
-from .integrate import integrate
 from .remote import PushRejected, ahead_behind, fetch, push, rewound_since, tracking_head
 from .repo import MANAGED_FILES, StoreRepo, busy_reason, write_info_attributes
 from .torn_checkout import finish_torn_files
 from .sync_state import SyncState, backoff_seconds, load_state, save_state
 from .trees import head_commit
-from .verify import verify_archive, verify_pulled
+
+if TYPE_CHECKING:
+    from ..store.limits import Limits
+
+# Taking the remote's commits in (integrate, the merge, the checks of what was pulled) is imported
+# by the step that does it: a sync with nothing to take in does not pay for loading it.
 
 PUSH_ROUNDS = 3  # a rejected push: fetch, integrate, push again, this many times at most
 
@@ -111,6 +114,8 @@ class _Run:
                         report.notes.append(captured.waiting)
                 if not take_in:
                     return True
+                from .integrate import integrate
+
                 # Whatever stays uncommitted (a user's staged edit, say) is not expected to match.
                 dirty = list(self.store.repo.status(untracked_files="no"))
                 now = self.clock()
@@ -127,6 +132,8 @@ class _Run:
         report.inbox += done.inbox
         report.resolutions += done.resolutions
         if done.new is not None:
+            from .verify import verify_archive, verify_pulled
+
             # A first checkout read every file back already: only the archive's checksums are left.
             mismatches = (done.verified + verify_archive(self.store) if done.kind == "first-checkout"
                           else verify_pulled(self.store, done.old, done.new, dirty))

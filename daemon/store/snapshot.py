@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import StoreError
+from .file_stamp import FileStamp as FileStamp
+from .file_stamp import stamp_of as stamp_of
 from .ledger import Ledger, parsed_ledger
 from .paths import CATALOG, LEDGER, LOCAL_SPINE, SPINE, TIERS, Layout, is_nested_archive
 from .root_access import is_a_file_line
@@ -29,14 +31,6 @@ def c_sorted(paths: list[str]) -> list[str]:
     if "".join(paths).isascii():
         return sorted(paths)
     return sorted(paths, key=os.fsencode)
-
-
-FileStamp = tuple[int, int, int, int]
-
-
-def stamp_of(info: os.stat_result) -> FileStamp:
-    """What tells a changed file from an unchanged one without reading it (git's own test)."""
-    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
 
 
 class ReadError(NamedTuple):

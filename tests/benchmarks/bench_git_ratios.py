@@ -3,6 +3,7 @@ Not collected by pytest; run it by hand (issue 26, "Git work"):
 
     python tests/benchmarks/bench_git_ratios.py --scales 10,100 --stores /tmp/stores
     python tests/benchmarks/bench_git_ratios.py --scales 10 --skip daemon
+    python tests/benchmarks/bench_git_ratios.py --scales 100 --skip daemon,diverged --tree AFTER --before BEFORE
 
 Each pair runs interleaved, round by round, after a warm-up round; the figures are medians of the
 rounds. CPU is user+sys of the child process and everything it waited for (wait4, the same as a
@@ -15,6 +16,10 @@ RUSAGE_CHILDREN delta), wall is what a user waits; the ratio is of CPU:
 * ``distilld sync`` of a divergence (the other machine pushed, this one changed a file) vs
   ``git pull --no-rebase`` of a like divergence in plain clones;
 * ``distilld --help`` vs ``python -c pass``.
+
+With ``--before TREE`` the distilld side of the one-shot pairs (run --once, the no-op sync,
+--help) also runs from TREE, a third candidate in the same rounds: a before/after, interleaved,
+each against the same git baseline.
 
 Everything lives in a temporary directory: an empty HOME, no system git config, distilld's config,
 state and runtime folders in it.
@@ -65,8 +70,10 @@ class Setup:
     """One scale: the distilld store (adopted, pushed to a bare origin), a second distilld machine,
     and plain clones of the same history for git's side."""
 
-    def __init__(self, base: Path, scale: int, stores: Path | None, tree: Path | None = None) -> None:
+    def __init__(self, base: Path, scale: int, stores: Path | None, tree: Path | None = None,
+                 before: Path | None = None) -> None:
         self.base = base
+        self.before = before
         home = base / "home"
         home.mkdir()
         (base / "config").mkdir()
@@ -112,6 +119,20 @@ class Setup:
     def distilld(self, *args: str) -> Sample:
         return run_child([PY, "-m", "distilld", *args], env=self.env, ok_codes=(0, 1))  # check may report
 
+    def distilld_before(self, *args: str) -> Sample:
+        """The same command from the --before tree."""
+        assert self.before is not None
+        env = {**self.env, "PYTHONPATH": str(self.before.resolve())}
+        return run_child([PY, "-m", "distilld", *args], env=env, ok_codes=(0, 1))
+
+    def with_before(self, pair: dict[str, Callable[[], Sample]],
+                    before: Callable[[], Sample]) -> dict[str, Callable[[], Sample]]:
+        """The pair, and when --before is given, distilld's side from that tree as a third."""
+        if self.before is None:
+            return pair
+        ours, theirs = pair
+        return {ours: pair[ours], theirs: pair[theirs], f"{ours} (before)": before}
+
     def distilld_quiet(self, *args: str) -> None:
         subprocess.run([PY, "-m", "distilld", *args], env=self.env, check=False, capture_output=True)
 
@@ -129,14 +150,21 @@ class Setup:
         def theirs() -> Sample:
             append(self.left / self.one, f"\n- once {next(self.counter)}\n")
             return self.git("commit", "-q", "--only", "-m", "bench", "--", self.one, cwd=self.left)
-        return {"distilld run --once, one changed file": ours, "git commit --only FILE": theirs}
+
+        def before() -> Sample:
+            append(self.store / self.one, f"\n- once {next(self.counter)}\n")
+            return self.distilld_before("run", "--once", "--store", str(self.store))
+        return self.with_before({"distilld run --once, one changed file": ours, "git commit --only FILE": theirs},
+                                before)
 
     def sync(self) -> dict[str, Callable[[], Sample]]:
         self.distilld_quiet("sync", "--store", str(self.store))
         self.git_quiet("push", "-q", "origin", "HEAD:main", cwd=self.left)
-        return {"distilld sync, nothing to do": lambda: self.distilld("sync", "--store", str(self.store)),
-                "git fetch && git status": lambda: summed(self.git("fetch", "-q", "origin", cwd=self.left),
-                                                          self.git("status", "--porcelain", cwd=self.left))}
+        return self.with_before(
+            {"distilld sync, nothing to do": lambda: self.distilld("sync", "--store", str(self.store)),
+             "git fetch && git status": lambda: summed(self.git("fetch", "-q", "origin", cwd=self.left),
+                                                       self.git("status", "--porcelain", cwd=self.left))},
+            lambda: self.distilld_before("sync", "--store", str(self.store)))
 
     def diverged(self) -> dict[str, Callable[[], Sample]]:
         def ours() -> Sample:
@@ -161,8 +189,9 @@ class Setup:
         return {"distilld sync, diverged": ours, "git pull --no-rebase, diverged": theirs}
 
     def help(self) -> dict[str, Callable[[], Sample]]:
-        return {"distilld --help": lambda: self.distilld("--help"),
-                "python -c pass": lambda: run_child([PY, "-c", "pass"], env=self.env)}
+        return self.with_before({"distilld --help": lambda: self.distilld("--help"),
+                                 "python -c pass": lambda: run_child([PY, "-c", "pass"], env=self.env)},
+                                lambda: self.distilld_before("--help"))
 
     def daemon(self, rounds: int) -> dict[str, Series]:
         """The running daemon's CPU from one edit to the commit it makes of it, interleaved with git's
@@ -199,13 +228,20 @@ class Setup:
 
 
 def report(scale: int, work: str, found: dict[str, Series]) -> float:
-    ours, theirs = list(found.values())
-    for series in (ours, theirs):
+    ours, theirs, *before = list(found.values())
+    for series in (ours, theirs, *before):
         print(f"    {describe(series)}")
+    for series in before:
+        b = ratio(series, theirs)
+        row(f"{work} (x{scale}), {series.name} / {theirs.name}, CPU",
+            f"{series.cpu:.3f} s / {theirs.cpu:.3f} s = {b:.1f}x (wall {ratio(series, theirs, wall=True):.1f}x)",
+            f"<= {TARGETS[work]}x", b <= TARGETS[work])
     r = ratio(ours, theirs)
     row(f"{work} (x{scale}), {ours.name} / {theirs.name}, CPU",
         f"{ours.cpu:.3f} s / {theirs.cpu:.3f} s = {r:.1f}x (wall {ratio(ours, theirs, wall=True):.1f}x)",
         f"<= {TARGETS[work]}x", r <= TARGETS[work])
+    for series in before:
+        print(f"    after / before: CPU {ratio(ours, series):.2f}x, wall {ratio(ours, series, wall=True):.2f}x")
     return r
 
 
@@ -216,14 +252,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stores", type=Path, help="a folder holding x<scale> stores to copy instead of generating")
     parser.add_argument("--tree", type=Path, help="a folder holding another distilld package (a `distilld` folder), "
                         "put first on PYTHONPATH: the before of a before/after")
+    parser.add_argument("--before", type=Path, help="a folder holding the distilld package to compare with: "
+                        "the one-shot pairs run from it too, in the same rounds")
     parser.add_argument("--skip", default="", help="comma-separated: daemon,once,sync,diverged,help")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     for scale in (int(s) for s in args.scales.split(",")):
         with tempfile.TemporaryDirectory(prefix="distilld-bench-ratios-") as temp:
-            setup = Setup(Path(temp), scale, args.stores, args.tree)
+            setup = Setup(Path(temp), scale, args.stores, args.tree, args.before)
             header(f"distilld's git work against git, one process per command, x{scale}", args.rounds)
-            print(f"  distilld children run from {args.tree or 'this tree'}")
+            print(f"  distilld children run from {args.tree or 'this tree'}"
+                  + (f"; the before from {args.before}" if args.before else ""))
             try:
                 for work in ("once", "sync", "diverged", "help"):
                     if work not in skip:
