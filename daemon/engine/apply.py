@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..crashpoints import crashpoint
-from ..store import fs
 from ..store.findings import Finding, fail
 from ..store.lossless import check_c4
 from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
 from ..store.text import sha256_hex
 from .cancel import PassStopped, checkpoint
 from .context import PassContext
-from .executor import Executor, FileWrite, Pacer, PlanStopped, Step
+from .executor import Executor, FileRemove, FileWrite, Pacer, PlanStopped, Step
 from .finish import SelfChecked, finish_pass
 from .journal import Journal, PassJournal
 
@@ -207,11 +206,24 @@ def roll_back(ctx: PassContext, journal: PassJournal, run: JournalRun, reason: s
                            f"since: {lost[0].message}")
         journal.finish()
         return
+    # The undo goes through the one executor, each write or removal checked against the file as
+    # the undo plan read it: a file changed in between is someone else's change, and is kept.
+    executor = Executor(ctx.root, Pacer(ctx.heartbeat, interval=0, barrier=False), ctx.now_stamp, durable=True)
     for path, data in undo.items():
+        now = _read(ctx.root / path)
+        now_sha = None if now is None else sha256_hex(now)
+        op: FileWrite | FileRemove
         if data is None:
-            fs.remove(ctx.root / path)
+            if now_sha is None:
+                continue
+            op = FileRemove(path, now_sha)
         else:
-            fs.atomic_write(ctx.root / path, data)
+            op = FileWrite(path, now_sha, data)
+        try:
+            executor.carry_out(op)
+        except PlanStopped:
+            run.kept.append(path)
+            continue
         run.restored.append(path)
         crashpoint("file-restored")
         ctx.heartbeat()

@@ -54,6 +54,15 @@ class FileWrite:
 
 
 @dataclass
+class FileRemove:
+    """Remove ``path``, which must hold the bytes of checksum ``before`` (a rollback taking back a
+    file its pass created); done when it is absent."""
+
+    path: str
+    before: str
+
+
+@dataclass
 class FileMove:
     """Move a file byte for byte (legacy adoption); ``sha256`` is its checksum."""
 
@@ -143,10 +152,11 @@ class FrontmatterEdit:
         return data
 
 
-Op = FileWrite | FileMove | TwinAppend | LedgerAppend | SpineEdit | FrontmatterEdit
+Op = FileWrite | FileRemove | FileMove | TwinAppend | LedgerAppend | SpineEdit | FrontmatterEdit
 
 # The write boundary after each kind of operation (crashpoints.py).
-BOUNDARY: dict[type, str] = {FileWrite: "file-written", FileMove: "file-moved", TwinAppend: "file-written",
+BOUNDARY: dict[type, str] = {FileWrite: "file-written", FileRemove: "file-restored", FileMove: "file-moved",
+                             TwinAppend: "file-written",
                              LedgerAppend: "ledger-appended", SpineEdit: "spine-edited",
                              FrontmatterEdit: "file-stamped"}
 
@@ -293,6 +303,15 @@ class Executor:
                                   "otherwise compare the file with git (`git diff`) and run the command again")
             fs.atomic_write(root / op.path, op.data, durable=self.durable)
             return [(op.path, op.after)]
+        if isinstance(op, FileRemove):
+            current = _sha(root / op.path)
+            if current is None:
+                return []
+            if current != op.before:
+                raise PlanStopped(f"{root / op.path}: changed since it was planned to be removed (sha256 "
+                                  f"{current}, the plan expects {op.before}); stopped, so that change is kept")
+            fs.remove(root / op.path)
+            return [(op.path, "")]
         if isinstance(op, FileMove):
             state = move_state(root, op)
             if state == "done":

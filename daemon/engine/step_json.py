@@ -10,13 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..store.text import decode, encode
-from .executor import FileMove, FileWrite, FrontmatterEdit, LedgerAppend, Op, SpineEdit, Step, TwinAppend
+from .executor import FileMove, FileRemove, FileWrite, FrontmatterEdit, LedgerAppend, Op, SpineEdit, Step, TwinAppend
 
 
 def op_to_json(op: Op) -> dict[str, Any]:
     if isinstance(op, FileWrite):
         found = {"write": op.path, "before": op.before, "data": decode(op.data)}
         return found if op.previous is None else {**found, "previous": decode(op.previous)}
+    if isinstance(op, FileRemove):
+        return {"remove": op.path, "before": op.before}
     if isinstance(op, FileMove):
         return {"move": op.source, "to": op.target, "sha256": op.sha256}
     if isinstance(op, LedgerAppend):
@@ -36,6 +38,8 @@ def op_from_json(data: dict[str, Any]) -> Op:
         previous = data.get("previous")
         return FileWrite(str(data["write"]), data.get("before"), encode(str(data["data"])),
                          None if previous is None else encode(str(previous)))
+    if "remove" in data:
+        return FileRemove(str(data["remove"]), str(data["before"]))
     if "move" in data:
         return FileMove(str(data["move"]), str(data["to"]), str(data["sha256"]))
     if "ledger" in data:

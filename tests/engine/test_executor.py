@@ -102,3 +102,20 @@ def test_a_move_killed_between_its_link_and_its_unlink_is_finished(store: Path) 
     executor(store).run(restore_step())
     assert not (store / "archive/projects/y.md").exists()
     assert (store / "projects/y.md").read_bytes() == STAMPED
+
+
+def test_a_removal_is_done_once_and_never_over_a_change(tmp_path: Path) -> None:
+    from distilld.engine.executor import FileRemove
+
+    (tmp_path / "projects").mkdir()
+    made = tmp_path / "projects" / "made.md"
+    made.write_bytes(b"# Made by the pass\n")
+    executor = Executor(tmp_path, Pacer(lambda: None), lambda: "2026-12-04T00:00:00Z")
+    changed = FileRemove("projects/made.md", "0" * 64)
+    with pytest.raises(PlanStopped, match="changed since it was planned to be removed"):
+        executor.carry_out(changed)
+    assert made.exists()  # someone else's bytes: kept
+    planned = FileRemove("projects/made.md", hashlib.sha256(made.read_bytes()).hexdigest())
+    assert executor.carry_out(planned) == [("projects/made.md", "")]
+    assert not made.exists()
+    assert executor.carry_out(planned) == []  # done already
