@@ -38,7 +38,6 @@ from .locations import runtime_dir as runtime_dir
 from .locations import state_dir as state_dir
 # The environment's checks and the model's rules without pydantic, for commands that need little.
 from .plain_settings import ENV_PREFIX as ENV_PREFIX
-from .plain_settings import OTHER_VARIABLES as OTHER_VARIABLES
 from .plain_settings import refuse_unknown_variables as refuse_unknown_variables
 
 # Linux allows 108 bytes for a Unix socket path, macOS 104; stay under both.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from gitmachines import GitCli, Machine, Origin, lifecycle_store
+from gitmachines import GitCli, Machine, Origin, joined_machine, lifecycle_store, pushed_machine
 from pygit2.enums import ConfigLevel
 
 LEVELS = (ConfigLevel.GLOBAL, ConfigLevel.XDG, ConfigLevel.SYSTEM)
@@ -61,3 +61,10 @@ def machine(tmp_path: Path, origin: Origin) -> Machine:
     lifecycle_store(m.root)
     m.init()
     return m
+
+
+@pytest.fixture
+def pair(tmp_path: Path, origin: Origin) -> tuple[Machine, Machine]:
+    """Two clones of one store: ``a`` made it and pushed, ``b`` joined."""
+    a = pushed_machine(tmp_path, origin)
+    return a, joined_machine(tmp_path, origin)

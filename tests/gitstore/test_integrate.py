@@ -20,17 +20,10 @@ from gitmachines import (
     Machine,
     Origin,
     assert_converged,
-    joined_machine,
     lifecycle_store,
     pushed_machine,
 )
 from pygit2.references import References
-
-
-@pytest.fixture
-def pair(tmp_path: Path, origin: Origin) -> tuple[Machine, Machine]:
-    a = pushed_machine(tmp_path, origin)
-    return a, joined_machine(tmp_path, origin)
 
 
 def test_a_remote_holding_another_store_is_never_merged(tmp_path: Path, origin: Origin,

@@ -29,7 +29,6 @@ from gitmachines import (
     assert_converged,
     joined_machine,
     lifecycle_store,
-    pushed_machine,
     shared_files,
 )
 from sync_attacks import (
@@ -45,12 +44,6 @@ from sync_attacks import (
     sync_in_child,
     to_crlf,
 )
-
-@pytest.fixture
-def pair(tmp_path: Path, origin: Origin) -> tuple[Machine, Machine]:
-    a = pushed_machine(tmp_path, origin)
-    return a, joined_machine(tmp_path, origin)
-
 
 OURS = (f"- [Kestrel](projects/kestrel.md) {EM} Kestrel ingest pipeline (Kafka to Parquet); late events go to "
         "the quarantine topic. Read when working in the kestrel repo.")
@@ -90,7 +83,7 @@ def test_a_crlf_spine_with_an_entry_added_on_each_machine(pair: tuple[Machine, M
         set_spine(machine, KESTREL_ENTRY, KESTREL_ENTRY + ("\r\n" if b"\r\n" in machine.read(SPINE) else "\n")
                   + f"- [{name.title()}](projects/{name}.md) {EM} the {name} service. Read when in {name}.")
     files = settle(a, b, origin)
-    assert_lines_kept(files, f"the heron service. Read when in heron.", f"the ibis service. Read when in ibis.")
+    assert_lines_kept(files, "the heron service. Read when in heron.", "the ibis service. Read when in ibis.")
     if crlf_on == "both":
         assert files[SPINE].count(b"\n") == files[SPINE].count(b"\r\n"), files[SPINE]
 
