@@ -95,7 +95,7 @@ SCENARIOS: dict[str, tuple[Callable[[Path], None], Callable[[Path], None], Calla
 
 # The every-byte sweep has thousands of points a scenario (each a pass and its rerun): the full run
 # faults an evenly spread sample of them, and DISTILLD_TEST_EVERY_BYTE=1 faults every one.
-SAMPLED_POINTS = 150
+SAMPLED_POINTS = 100
 
 
 def spread(points: list[tuple[int, int, str]], keep: int) -> list[tuple[int, int, str]]:

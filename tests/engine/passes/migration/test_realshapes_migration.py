@@ -88,7 +88,7 @@ def test_check_notes_a_line_whose_pointers_are_joined_by_a_comma(tmp_path: Path)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [4, 5, 6, 7, 8, 9])
+@pytest.mark.parametrize("seed", [4, 5, 6, 7])  # seeds 8 and 9 passed too; bench_realshapes.py runs more
 def test_more_adversarial_stores_migrate(tmp_path: Path, seed: int) -> None:
     root = generate(tmp_path / "store", seed)
     backup = migrate(root)
