@@ -8,7 +8,8 @@ daemon's worker (which jobs exist, and the order pending ones are taken in), the
 (docs/adding-a-pass.md).
 
 Only names live here (modules as dotted strings, imported when first used), so that reading
-the table costs nothing: `distilld --help` and `status` read it without loading any pass.
+the table costs nothing: `distilld --help` reads it without loading any pass, and the recovery
+and `status` load only the passes whose journal folder the store has.
 """
 
 from __future__ import annotations

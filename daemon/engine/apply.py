@@ -140,16 +140,34 @@ def journal_before(root: Path, journal: PassJournal) -> Snapshot | None:
     return planned_snapshot(now, files)
 
 
-def _undo_plan(root: Path, journal: PassJournal) -> tuple[dict[str, bytes | None], list[str]]:
-    """What undoing the pass's own writes gives each file (None: removed), and the files that
+@dataclass
+class _Undo:
+    """What undoing the pass's own writes gives each file (None: removed), the checksum each
+    file had when that was decided (what the undo's writes are checked against), and the files
     changed since the pass wrote them (kept)."""
+
+    give: dict[str, bytes | None]
+    seen: dict[str, str | None]
+    kept: list[str]
+
+
+def _undo_plan(root: Path, journal: PassJournal) -> _Undo:
+    writes = journal.writes()
+    original: dict[str, str | None] = {}  # each path's checksum before the pass first wrote it
+    for op in writes:
+        original.setdefault(op.path, op.before)
     current: dict[str, bytes | None] = {}
+    seen: dict[str, str | None] = {}
+    settled: set[str] = set()
     kept: list[str] = []
-    for op in reversed(journal.writes()):
+    for op in reversed(writes):
         if op.path not in current:
             current[op.path] = _read(root / op.path)
+            seen[op.path] = None if current[op.path] is None else sha256_hex(current[op.path] or b"")
+            if seen[op.path] == original[op.path]:
+                settled.add(op.path)  # as before the pass: never written, or undone already (a resumed rollback)
         now = current[op.path]
-        if op.path in kept or now is None and op.before is None:
+        if op.path in kept or op.path in settled or now is None and op.before is None:
             continue
         checksum = None if now is None else sha256_hex(now)
         if checksum == op.before:
@@ -158,8 +176,9 @@ def _undo_plan(root: Path, journal: PassJournal) -> tuple[dict[str, bytes | None
             kept.append(op.path)  # changed since (or an older journal without the bytes): keep it
             continue
         current[op.path] = op.previous
-    undo = {path: data for path, data in current.items() if path not in kept and data != _read(root / path)}
-    return undo, kept
+    give = {path: data for path, data in current.items() if path not in kept
+            and (None if data is None else sha256_hex(data)) != seen[path]}
+    return _Undo(give, seen, kept)
 
 
 def _undo_loses_lines(root: Path, journal: PassJournal, undo: dict[str, bytes | None],
@@ -192,41 +211,47 @@ def _undo_loses_lines(root: Path, journal: PassJournal, undo: dict[str, bytes | 
     return [f for f in found if f.severity == "fail"]
 
 
+UNDO_ATTEMPTS = 3  # a file changed while the undo ran: the undo is planned again from the files as they are
+
+
 def roll_back(ctx: PassContext, journal: PassJournal, run: JournalRun, reason: str) -> None:
     """Undo this pass's own writes to files untouched since; keep every file changed since."""
     if journal.rolling_back is None:
         journal.start_rollback(reason)
         crashpoint("rollback-started")
     run.rolled_back = journal.rolling_back
-    undo, run.kept = _undo_plan(ctx.root, journal)
-    lost = _undo_loses_lines(ctx.root, journal, undo, run.kept) if undo else []
-    if lost:
-        run.kept = sorted(set(run.kept) | set(undo))
-        run.rolled_back = (f"{journal.rolling_back}; not undone, because undoing would lose lines written "
-                           f"since: {lost[0].message}")
-        journal.finish()
-        return
     # The undo goes through the one executor, each write or removal checked against the file as
-    # the undo plan read it: a file changed in between is someone else's change, and is kept.
+    # the undo's plan read it: a file changed after that is someone else's change, and the undo
+    # is planned again (with the check that undoing loses no line) rather than written over it.
     executor = Executor(ctx.root, Pacer(ctx.heartbeat, interval=0, barrier=False), ctx.now_stamp, durable=True)
-    for path, data in undo.items():
-        now = _read(ctx.root / path)
-        now_sha = None if now is None else sha256_hex(now)
-        op: FileWrite | FileRemove
-        if data is None:
-            if now_sha is None:
+    for attempt in range(UNDO_ATTEMPTS):
+        undo = _undo_plan(ctx.root, journal)
+        run.kept = sorted(set(run.kept) | set(undo.kept))
+        lost = _undo_loses_lines(ctx.root, journal, undo.give, undo.kept) if undo.give else []
+        if lost:
+            run.kept = sorted(set(run.kept) | set(undo.give))
+            run.rolled_back = (f"{journal.rolling_back}; not undone, because undoing would lose lines written "
+                               f"since: {lost[0].message}")
+            journal.finish()
+            return
+        changed_meanwhile: list[str] = []
+        for path, data in undo.give.items():
+            before = undo.seen[path]
+            op: FileWrite | FileRemove = FileRemove(path, before or "") if data is None else FileWrite(path, before, data)
+            if data is None and before is None:
                 continue
-            op = FileRemove(path, now_sha)
-        else:
-            op = FileWrite(path, now_sha, data)
-        try:
-            executor.carry_out(op)
-        except PlanStopped:
-            run.kept.append(path)
-            continue
-        run.restored.append(path)
-        crashpoint("file-restored")
-        ctx.heartbeat()
+            try:
+                executor.carry_out(op)
+            except PlanStopped:
+                changed_meanwhile.append(path)
+                continue
+            run.restored.append(path)
+            crashpoint("file-restored")
+            ctx.heartbeat()
+        if not changed_meanwhile:
+            break
+        if attempt + 1 == UNDO_ATTEMPTS:
+            run.kept = sorted(set(run.kept) | set(changed_meanwhile))
     journal.finish(rolled_back=True)
 
 

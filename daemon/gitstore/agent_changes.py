@@ -16,6 +16,7 @@ from .errors import CommitRefused
 from .index_entry import settle_fresh_entries
 from .index_repair import repair_stale_entries
 from .repo import MANAGED_FILES, StoreRepo, busy_reason, require_quiet
+from .torn_checkout import finish_torn_files
 from .trees import head_commit, tree_entry
 
 BODY_PATH_LIMIT = 50
@@ -95,8 +96,13 @@ def commit_agent_changes(store: StoreRepo, signature: pygit2.Signature, pass_id:
     """Commit what agents wrote since the last commit, as its own commit, once the store has
     been quiet for ``quiet_seconds`` (the caller holds or has checked the store's .lock)."""
     require_quiet(store)
+    # A checkout killed mid-write left files holding only the start of their new version: they
+    # are finished first, so that no commit (the daemon's, a command's) records the torn part.
+    torn = finish_torn_files(store)
     changes = working_changes(store)
     result = CommitResult(None, operation, pass_id)
+    if torn:
+        result.notes.append(f"finished what a killed checkout had half-written: {', '.join(torn[:5])}")
     result.notes += [f"{p}: staged by you; left for your own commit" for p in changes.staged]
     if changes.repaired:
         result.notes.append(f"the index named what {', '.join(changes.repaired[:5])} held before distilld's last "

@@ -51,13 +51,19 @@ def _checkout(store: StoreRepo, old: pygit2.Commit | None, new: pygit2.Oid, why:
     if old is not None:
         checkout_starting(store, old.id, new)  # a kill from here on: the next sync finishes torn files
     try:
-        try:
-            repo.checkout_tree(  # type: ignore[no-untyped-call]
-                repo[new], strategy=strategy | CheckoutStrategy.DONT_OVERWRITE_IGNORED, callbacks=conflicts)
-        except pygit2.GitError as error:
-            where = ", ".join(sorted(set(conflicts.paths))) or str(error)
-            raise Blocked(f"incoming changes would overwrite uncommitted edits ({where}); commit or move those "
-                          "edits, and the next sync takes the changes in") from None
+        repo.checkout_tree(  # type: ignore[no-untyped-call]
+            repo[new], strategy=strategy | CheckoutStrategy.DONT_OVERWRITE_IGNORED, callbacks=conflicts)
+    except pygit2.GitError as error:
+        if not conflicts.paths:
+            # Not a conflict (found before anything is written) but a failure while writing (a
+            # full disk, say): the note stays, so the next sync finishes what was half-written.
+            raise Blocked(f"the checkout of the incoming changes failed while writing the files ({error}); "
+                          "the next sync finishes it") from None
+        checkout_done(store)
+        where = ", ".join(sorted(set(conflicts.paths)))
+        raise Blocked(f"incoming changes would overwrite uncommitted edits ({where}); commit or move those "
+                      "edits, and the next sync takes the changes in") from None
+    try:
         if old is None:
             _create_branch(store, new, why)
             return
@@ -67,7 +73,7 @@ def _checkout(store: StoreRepo, old: pygit2.Commit | None, new: pygit2.Oid, why:
                           "files, retrying later")
         ref.set_target(new, f"distilld: {why}")
     finally:
-        checkout_done(store)
+        checkout_done(store)  # every file is written: what the branch says is the next sync's to see
 
 
 def _create_branch(store: StoreRepo, new: pygit2.Oid, why: str) -> None:

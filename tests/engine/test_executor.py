@@ -119,3 +119,50 @@ def test_a_removal_is_done_once_and_never_over_a_change(tmp_path: Path) -> None:
     assert executor.carry_out(planned) == [("projects/made.md", "")]
     assert not made.exists()
     assert executor.carry_out(planned) == []  # done already
+
+
+def test_a_file_changed_while_a_rollback_runs_is_kept_not_written_over(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The undo is checked against the file as its plan read it: an agent's line appended in
+    between (while the undo's line check reads the whole store) stays, and the file is kept."""
+    from datetime import UTC, datetime
+
+    from builders import healthy_store
+    from distilld.engine import apply as apply_module
+    from distilld.engine.apply import JournalRun, keep_previous_bytes, roll_back
+    from distilld.engine.context import PassContext
+    from distilld.engine.journal import new_journal
+    from distilld.engine.lock import StoreLock
+    from distilld.policy import load_policy
+
+    root = healthy_store(tmp_path / "store").root
+    ours, theirs = root / "projects/kestrel.md", root / "projects/osprey.md"
+    steps = [Step("write two files", [FileWrite("projects/kestrel.md", hashlib.sha256(ours.read_bytes()).hexdigest(),
+                                                ours.read_bytes() + b"- the pass's line\n"),
+                                      FileWrite("projects/osprey.md", hashlib.sha256(theirs.read_bytes()).hexdigest(),
+                                                theirs.read_bytes() + b"- the pass's line\n")])]
+    originals = ours.read_bytes(), theirs.read_bytes()
+    keep_previous_bytes(root, steps)
+    now = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    journal = new_journal(root / "data/compact-journals", "compaction", now, "2026-12-04T12:00:00Z", steps)
+    journal.create()
+    lock = StoreLock(root, "distilld.test")
+    lock.acquire()
+    ctx = PassContext(root, lock, lambda: now, load_policy().limits)
+    executor = Executor(root, Pacer(lambda: None), ctx.now_stamp)
+    executor.run(steps[0])
+    journal.mark(0)
+
+    real_check = apply_module._undo_loses_lines
+
+    def an_agent_writes_meanwhile(*args: object) -> list[object]:
+        if b"agent" not in theirs.read_bytes():
+            theirs.write_bytes(theirs.read_bytes() + b"- the agent's line\n")
+        return real_check(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(apply_module, "_undo_loses_lines", an_agent_writes_meanwhile)
+    run = JournalRun(journal.path)
+    roll_back(ctx, journal, run, "a test")
+    assert ours.read_bytes() == originals[0]  # the pass's own write, undone
+    assert theirs.read_bytes() == originals[1] + b"- the pass's line\n- the agent's line\n"  # kept whole
+    assert "projects/osprey.md" in run.kept and "projects/kestrel.md" in run.restored

@@ -11,6 +11,7 @@ import os
 import random
 import shutil
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pygit2
@@ -307,6 +308,29 @@ def test_a_checkout_killed_while_writing_the_spine_loses_no_line(pair: tuple[Mac
     files = settle(a, b, origin)
     assert files[SPINE] == incoming
     assert_lines_kept(files, added, "- from b: snapshot tests are reviewed.")
+
+
+def test_a_commit_of_agents_changes_before_the_next_sync_never_records_a_torn_checkout(
+        pair: tuple[Machine, Machine], origin: Origin, git: GitCli) -> None:
+    """The daemon's follow (and a command's commit before its pass) commits agents' changes
+    before any sync runs: it must finish a killed checkout's file too, not commit its start."""
+    from distilld.gitstore.agent_changes import commit_agent_changes
+    from distilld.gitstore.commit import new_pass_id
+
+    a, b = pair
+    a.append("craft/testing.md", "- from a: golden files are reviewed.\n")
+    assert a.sync().ok
+    git(b.root, "fetch", "-q", "origin", "+refs/heads/main:refs/remotes/origin/main")
+    incoming = pygit2.Repository(str(a.root)).revparse_single("HEAD:craft/testing.md").data
+    store = open_store(b.root)
+    checkout_starting(store, store.repo.head.target, pygit2.Oid(hex=a.head()))
+    b.write("craft/testing.md", incoming[:len(incoming) // 2])
+    done = commit_agent_changes(store, pygit2.Signature("distilld", "distilld@localhost"),
+                                new_pass_id(datetime.now(UTC)), time.time())
+    assert any("finished what a killed checkout had half-written" in note for note in done.notes), done.notes
+    assert b.read("craft/testing.md") == incoming
+    files = settle(a, b, origin)
+    assert_lines_kept(files, "- from a: golden files are reviewed.")
 
 
 def test_a_torn_ledger_tail_on_one_machine_while_the_other_changes_nothing(pair: tuple[Machine, Machine],

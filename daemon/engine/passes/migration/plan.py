@@ -238,10 +238,12 @@ def _plan_spine(files: dict[str, bytes], steps: list[Step], plan: MigrationPlan,
     # The SPINE's own edits (orphans, catalog line) are part of the compaction's first SPINE
     # write: it replaces the SPINE as it is on disk (a later one replaces what that one wrote).
     original_sha, edited_sha = sha256_hex(files[SPINE]), sha256_hex(spine_raw)
+    first_spine_write = next((op for step in compact.steps for op in step.ops
+                              if isinstance(op, FileWrite) and op.path == SPINE), None)
+    if first_spine_write is not None and first_spine_write.before == edited_sha:
+        first_spine_write.before = original_sha
     for step in compact.steps:
         for op in step.ops:
-            if isinstance(op, FileWrite) and op.path == SPINE and op.before == edited_sha:
-                op.before = original_sha
             if isinstance(op, FileWrite) and op.before is None:
                 plan.created.append(op.path)
         steps.append(step)

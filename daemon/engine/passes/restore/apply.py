@@ -75,8 +75,15 @@ def apply_restore(ctx: PassContext, plan: RestorePlan, before: Snapshot) -> Rest
 # -- recovery ---------------------------------------------------------------------------------
 
 def restore_journals(root: Path) -> list[PassJournal]:
-    """The restores a kill left unfinished, oldest first."""
+    """The restores a kill left unfinished, oldest first. A journal in the JSON form of an
+    unreleased earlier version is not read: it is refused, by name, rather than passed over."""
     directory = root / RESTORE_JOURNALS_DIR
+    older = sorted(directory.glob("*.json")) if directory.is_dir() else []
+    if older:
+        raise RestoreRefused(f"{older[0]}: a restore journal of an earlier, unreleased distilld; it is not "
+                             "finished by this version. Check the restore it names by hand (the ledger's last "
+                             "line for the file, the file itself), then move the journal out of "
+                             f"{RESTORE_JOURNALS_DIR}/")
     return unfinished_journals(directory, PASS_NAME)
 
 

@@ -645,3 +645,19 @@ def test_a_file_over_its_caps_is_restored_and_the_breach_reported(tmp_path: Path
     assert outcome.restored == ["projects/marlin.md"]
     assert (root / "projects/marlin.md").exists() and not (root / "archive/projects/marlin.md").exists()
     assert any(f.path == "projects/marlin.md" for f in outcome.self_check + outcome.still_over_budget)
+
+
+def test_a_restore_journal_of_an_unreleased_earlier_format_is_refused_by_name(tmp_path: Path) -> None:
+    """Its reader is gone; passed over, a half-done restore (its ledger line written, the file
+    not moved) would be planned over. It is refused, by name, and `status` lists it as stuck."""
+    from distilld.engine.recovery import interrupted_passes
+
+    root = tmp_path / "store"
+    healthy_store(root)
+    older = root / "data/restore-journals/20261130T110000Z.json"
+    older.parent.mkdir(parents=True)
+    older.write_text(json.dumps({"today": "2026-11-30", "members": [], "finished": False}))
+    with pytest.raises(RestoreRefused, match="20261130T110000Z.json: a restore journal of an earlier"):
+        run_restore(root, "projects/marlin.md", POLICY, clock)
+    assert (root / "archive/projects/marlin.md").exists()  # nothing was restored
+    assert interrupted_passes(root) and "20261130T110000Z.json" in interrupted_passes(root)[0]
