@@ -57,10 +57,12 @@ def _answer(work: Any, *args: Any) -> dict[str, Any]:
         raise ToolError(str(error)) from None
 
 
-def build_server(store: Path, changes: Callable[[], int | None] | None = None) -> MCPServer:
+def build_server(store: Path, changes: Callable[[], int | None] | None = None,
+                 changed_paths: Callable[[], set[str] | None] | None = None) -> MCPServer:
     """``changes``: a count of the store's changes (a watch): while it stands still, an answer
-    checks no file's stamp."""
-    index = SearchIndex(store, recheck_after=RECHECK_SECONDS, changes=changes)
+    checks no file's stamp; ``changed_paths``: the paths it saw change, the only files an update
+    then looks at."""
+    index = SearchIndex(store, recheck_after=RECHECK_SECONDS, changes=changes, changed_paths=changed_paths)
     server = MCPServer("distilld", version=__version__, instructions=INSTRUCTIONS)
 
     def spine() -> dict[str, Any]:
@@ -92,6 +94,6 @@ def serve(store: Path) -> None:
 
     counter = ChangeCounter(Path(store).expanduser().resolve()).start()
     try:
-        build_server(store, counter.count).run("stdio")
+        build_server(store, counter.count, counter.take_changes).run("stdio")
     finally:
         counter.stop()

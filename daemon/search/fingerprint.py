@@ -151,3 +151,35 @@ def store_state(root: Path) -> StoreState:
     # format 2 (no back-references) gives the same bytes for the same paths and numbers.
     key = hashlib.sha256(head.encode() + b"\n" + marshal.dumps(scanned, 2)).hexdigest()
     return StoreState(head, scanned, key)
+
+
+def _scan_would_list(base: str, path: str) -> bool:
+    """Would a full scan reach ``path``? Not through a linked folder, nor a name it skips."""
+    parts = path.split("/")
+    if path not in (SPINE, CATALOG) and not (is_knowledge_path(path) and all(_utf8(p) for p in parts)):
+        return False
+    return not any(os.path.islink(base + "/".join(parts[:i])) for i in range(1, len(parts)))
+
+
+def state_with_changes(root: Path, previous: StoreState, changed: set[str]) -> StoreState:
+    """``previous`` with only the ``changed`` paths looked at again (a watch named them): the
+    same files and stamps a full scan would find, in an order of its own (the key then differs
+    from a full scan's, and the next full check finds every stamp equal and re-reads nothing)."""
+    base = os.path.join(root, "")
+    by_path = {entry[0]: entry for entry in previous.scanned}
+    for path in changed:
+        if not _scan_would_list(base, path):
+            continue
+        try:
+            info = os.lstat(base + path)
+        except OSError:
+            by_path.pop(path, None)
+            continue
+        if stat.S_ISREG(info.st_mode):
+            by_path[path] = (path, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
+        else:
+            by_path.pop(path, None)
+    head = head_commit_id(root)
+    scanned = list(by_path.values())
+    key = hashlib.sha256(head.encode() + b"\n" + marshal.dumps(scanned, 2)).hexdigest()
+    return StoreState(head, scanned, key)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import DistilldError
 from ..locations import instance_key, state_dir
-from .fingerprint import StoreState, folder_stamps, folders_of, store_state
+from .fingerprint import StoreState, folder_stamps, folders_of, state_with_changes, store_state
 from .index import SCHEMA, create_schema, read_meta, update_index
 
 INDEX_NAME = "search.sqlite3"
@@ -55,7 +55,8 @@ class SearchIndex:
     """One store's index, reopened or rebuilt as needed; ``current()`` before every answer."""
 
     def __init__(self, store: Path, path: Path | None = None, recheck_after: float = 0.0,
-                 changes: Callable[[], int | None] | None = None) -> None:
+                 changes: Callable[[], int | None] | None = None,
+                 changed_paths: Callable[[], set[str] | None] | None = None) -> None:
         self.root = Path(store).expanduser().resolve()
         if not self.root.is_dir():
             raise DistilldError(f"{store}: no such store directory (pass the store's folder)")
@@ -73,6 +74,10 @@ class SearchIndex:
         # not moved since the last full check, nothing in the store has, and no file is stat'ed.
         self.changes = changes
         self._changes_seen: int | None = None
+        # The paths the watch saw change since it was last asked (None: unknown): an update
+        # then looks at those files alone, not at every file.
+        self.changed_paths = changed_paths
+        self._scanned_at = 0.0  # the last check of every file (the safety net counts from it)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -137,18 +142,28 @@ class SearchIndex:
         and SPINE.md's and CATALOG.md's are checked (every add, removal, rename or atomic save
         moves one), and an edit in place of a tier file is seen within ``recheck_after``."""
         seen = self.changes() if self.changes is not None else None
-        if self._last is not None and seen is not None and seen == self._changes_seen \
-                and time.monotonic() - self._checked_at < WATCHED_RECHECK_SECONDS \
-                and self._same_file() and self._unchanged_meta(self._last):
+        watched = self._last is not None and seen is not None \
+            and time.monotonic() - self._scanned_at < WATCHED_RECHECK_SECONDS
+        if watched and seen == self._changes_seen and self._same_file() and self._unchanged_meta(self._last):
             return self._last
-        if self._last is not None and time.monotonic() - self._checked_at < self.recheck_after \
+        # Without a watch, folder stamps stand in for a full check for ``recheck_after``; a watch
+        # that saw a change knows better (an edit in place moves no folder's stamp).
+        if seen is None and self._last is not None and time.monotonic() - self._checked_at < self.recheck_after \
                 and self._same_file() and folder_stamps(self.root, self._folder_names) == self._folders \
                 and self._unchanged_meta(self._last):
             return self._last
         self._changes_seen = seen  # read before the scan: a change during it is seen next time
+        changed = self.changed_paths() if self.changed_paths is not None else None
         for _ in range(ATTEMPTS):
-            folders = folder_stamps(self.root, self._folder_names) if self.recheck_after else ()
-            state = store_state(self.root)
+            # The folder stamps stand in for a full check only while no watch runs (see above).
+            by_folders = bool(self.recheck_after) and seen is None
+            folders = folder_stamps(self.root, self._folder_names) if by_folders else ()
+            if watched and changed is not None and self._last is not None:
+                state = state_with_changes(self.root, self._last.state, changed)
+            else:
+                state = store_state(self.root)
+                self._scanned_at = time.monotonic()
+            changed = None  # a second attempt checks every file
             try:
                 conn = self._open()
                 if read_meta(conn).get("stamps_key") != state.stamps_key:
@@ -159,7 +174,7 @@ class SearchIndex:
                 continue
             if meta.get("stamps_key") == state.stamps_key:
                 self._last = Current(conn, meta["fingerprint"], meta["head"], state)
-                if self.recheck_after and state.stamps_key != self._folders_key:
+                if by_folders and state.stamps_key != self._folders_key:
                     names = folders_of(state.stamps)  # the same scan has the same folders
                     self._folders_key = state.stamps_key
                     if names != self._folder_names:  # new folders: their stamps as of this scan

@@ -180,13 +180,26 @@ def speed(base: Path, scale: int, rounds: int) -> None:
     served = SearchIndex(root, recheck_after=RECHECK_SECONDS)
     find_answer(served, queries[0])
     counter = ChangeCounter(root).start()  # what `distilld serve` runs: a watch on the store
-    watched = SearchIndex(root, recheck_after=RECHECK_SECONDS, changes=counter.count)
+    watched = SearchIndex(root, recheck_after=RECHECK_SECONDS, changes=counter.count,
+                          changed_paths=counter.take_changes)
     find_answer(watched, queries[0])
     server_runs, watched_runs = [], []
     for q in queries:  # the two server paths interleaved, query by query
         server_runs.append(run_call(lambda q=q: find_answer(served, q)))  # type: ignore[misc]
         watched_runs.append(run_call(lambda q=q: find_answer(watched, q)))  # type: ignore[misc]
+    target = root / sorted(files)[len(files) // 3]
+    watched_updates = []
+    for n in range(7):  # the server's update: the watch names the file that changed
+        seen = counter.count()
+        target.write_bytes(target.read_bytes() + f"\n- bench watched edit {n}: the lynx rule\n".encode())
+        deadline = time.monotonic() + 10
+        while counter.count() == seen and time.monotonic() < deadline:
+            time.sleep(0.002)
+        watched_updates.append(run_call(lambda: watched.current()))
+    assert find_answer(watched, "lynx")["found"]
     counter.stop()
+    watched_update = statistics.median(s.wall for s in watched_updates)
+    watched_update_cpu = statistics.median(s.cpu for s in watched_updates)
     cold = [run_call(lambda q=q: find_answer(SearchIndex(root), q)).wall for q in queries[: max(20, rounds // 5)]]  # type: ignore[misc]
     target = root / sorted(files)[len(files) // 2]
     updates = []
@@ -222,7 +235,12 @@ def speed(base: Path, scale: int, rounds: int) -> None:
             row(f"warm find p95 at x10 ({label})", ms(p95), "<= 10 ms", p95 <= 0.010)
         if scale == 100:
             row(f"warm find p95 at x100 ({label})", ms(p95), "<= 50 ms", p95 <= 0.050)
-    row(f"update after one file change at x{scale}", ms(update), "<= 50 ms", update <= 0.050)
+    print(f"  update after one file changed, the store watched (the server): {ms(watched_update)} wall, "
+          f"{ms(watched_update_cpu)} CPU (medians of 7)")
+    row(f"update after one file change at x{scale} (server, watched)", ms(watched_update), "<= 50 ms",
+        watched_update <= 0.050)
+    row(f"update after one file change at x{scale} (a command: every file checked)", ms(update), "<= 50 ms",
+        update <= 0.050)
     if scale == 10:
         mcp_round_trip(root, queries)
 

@@ -65,3 +65,28 @@ def test_without_a_running_watch_every_call_checks_the_files(
     first = len(scans)
     find_answer(index, "schema registry")
     assert len(scans) > first
+
+
+def test_as_the_server_runs_it_an_edit_the_watch_saw_is_found_at_once_from_that_file_alone(
+        tmp_path: Path, distilld_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's index (a folder check standing in for a full one for a second) with its
+    watch: once the watch has seen an edit in place (which moves no folder's stamp), the next
+    answer has it, read from the file the watch named, without a stat of every file."""
+    store = healthy_store(tmp_path / "store").root
+    counter = ChangeCounter(store).start()
+    try:
+        index = SearchIndex(store, recheck_after=3600.0, changes=counter.count, changed_paths=counter.take_changes)
+        assert paths_found(find_answer(index, "schema registry"))[0] == "projects/kestrel.md"
+        scans = counting_scans(monkeypatch)
+        seen = counter.count()
+        with open(store / "ops/deploy.md", "a", encoding="utf-8") as handle:
+            handle.write("- The quuxzanzibar canary gates every rollout.\n")
+        wait_for(lambda: counter.count() != seen, 30, "the watch to see the edit")
+        assert paths_found(find_answer(index, "quuxzanzibar")) == ["ops/deploy.md"]  # before: stale for a second
+        assert scans == []  # only the file the watch named was looked at
+
+        (store / "ops/deploy.md").rename(store / "ops/deploy-notes.md")  # a rename: both names are told
+        wait_for(lambda: paths_found(find_answer(index, "quuxzanzibar")) == ["ops/deploy-notes.md"], 30,
+                 "the renamed file found under its new name")
+    finally:
+        counter.stop()
