@@ -54,13 +54,19 @@ THEIRS = (f"- [Kestrel](projects/kestrel.md) {EM} Kestrel ingest (Kafka to Parqu
 
 # -- CRLF ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("crlf_on", ["a", "both"])
-def test_a_crlf_spine_with_the_same_entry_edited_on_both_machines(pair: tuple[Machine, Machine], origin: Origin,
-                                                                    crlf_on: str) -> None:
+def crlf_spine(pair: tuple[Machine, Machine], origin: Origin, crlf_on: str) -> tuple[Machine, Machine]:
+    """``a``'s SPINE made CRLF; with ``crlf_on`` "both", synced first, so both machines hold it."""
     a, b = pair
     to_crlf(a)
     if crlf_on == "both":
-        settle(a, b, origin)  # the CRLF SPINE is now the shared one
+        settle(a, b, origin)
+    return a, b
+
+
+@pytest.mark.parametrize("crlf_on", ["a", "both"])
+def test_a_crlf_spine_with_the_same_entry_edited_on_both_machines(pair: tuple[Machine, Machine], origin: Origin,
+                                                                    crlf_on: str) -> None:
+    a, b = crlf_spine(pair, origin, crlf_on)
     set_spine(a, KESTREL_ENTRY, OURS)
     set_spine(b, KESTREL_ENTRY, THEIRS)
     files = settle(a, b, origin)
@@ -74,10 +80,7 @@ def test_a_crlf_spine_with_the_same_entry_edited_on_both_machines(pair: tuple[Ma
 @pytest.mark.parametrize("crlf_on", ["a", "both"])
 def test_a_crlf_spine_with_an_entry_added_on_each_machine(pair: tuple[Machine, Machine], origin: Origin,
                                                           crlf_on: str) -> None:
-    a, b = pair
-    to_crlf(a)
-    if crlf_on == "both":
-        settle(a, b, origin)
+    a, b = crlf_spine(pair, origin, crlf_on)
     for machine, name in ((a, "heron"), (b, "ibis")):
         machine.write(f"projects/{name}.md", f"---\nscope: {name}\nlast_updated: 2026-11-29\n---\n\n# {name}\n\n"
                                              f"- {name} runs nightly.\n")
