@@ -164,6 +164,6 @@ def test_a_toy_pass_killed_mid_apply_is_recovered_by_the_one_recovery(toy: None,
     (store / ".lock").unlink(missing_ok=True)  # the killed owner's lock (its pid no longer runs)
     with locked_pass(store, POLICY, lambda: datetime.now(UTC)) as ctx:
         resumed = finish_interrupted(ctx)
-    assert resumed.notes["trim"] == ["finished an interrupted trim (1 steps)"]
+    assert resumed.notes["trim"] == ["finished an interrupted trim: trim projects/kestrel.md"]
     assert interrupted_passes(store) == []
     assert untrimmed(store) == [] and failing(store) == []

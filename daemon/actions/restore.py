@@ -5,35 +5,30 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
+from ..engine.driver import drive
 from ..engine.passes.gc.apply import refuse_unless_gc_allowed
-from ..engine.recovery import finish_interrupted
-from ..engine.passes.restore.apply import RestoreOutcome, apply_restore
+from ..engine.passes.restore.apply import PASS_NAME, RESTORE_CARRYING, RestoreOutcome, restore_outcome
+from ..engine.passes.restore.plan import RestoreRefused
 from ..engine.passes.restore.plan import plan as restore_planner
 from ..policy import Policy
-from ..store.paths import strip_archive
-from ..store.snapshot import take_snapshot
+from ..store.local import RESTORE_JOURNALS_DIR
 from .passes import locked_pass
 from .report import self_check_lines
 
 
 def run_restore(store: Path, path: str, policy: Policy, clock: Callable[[], datetime],
                 wait: float = 0) -> RestoreOutcome:
-    """Finish whatever a killed pass left (reported as notes), then restore ``path``."""
+    """Finish whatever a killed pass left (reported as notes), then restore ``path`` on the one
+    pass driver. A restore of ``path`` that a kill interrupted is finished by the recovery; the
+    plan then finds the file back already and says so."""
     with locked_pass(store, policy, clock, wait) as ctx:
-        allowed = ctx.snapshot()
-        refuse_unless_gc_allowed(allowed)
-        resumed = finish_interrupted(ctx)
-        recovered = resumed.outcome("restore", RestoreOutcome)
-        if recovered is not None and strip_archive(path) in recovered.restored:
-            recovered.notes = resumed.all_notes + recovered.notes
-            return recovered  # this very restore was interrupted; finishing it was the whole job
-        notes = resumed.all_notes
-        before = take_snapshot(ctx.root) if resumed.outcomes else allowed  # nothing written since that read
-        outcome = apply_restore(ctx, restore_planner(before, ctx, given=path), before)
-        outcome.notes = notes + outcome.notes
-        return outcome
+        driven = drive(ctx, PASS_NAME, RESTORE_JOURNALS_DIR, partial(restore_planner, given=path),
+                       refuse=refuse_unless_gc_allowed, refused_as=RestoreRefused, what="restored",
+                       carrying=RESTORE_CARRYING)
+        return restore_outcome(driven)
 
 
 def render_text(outcome: RestoreOutcome) -> str:

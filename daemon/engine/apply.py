@@ -28,6 +28,7 @@ from ..store.lossless import check_c4
 from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
 from ..store.text import sha256_hex
 from .cancel import PassStopped, checkpoint
+from .carrying import REVERSIBLE, Carrying
 from .context import PassContext
 from .executor import Executor, FileRemove, FileWrite, Pacer, PlanStopped, Step
 from .finish import SelfChecked, finish_pass
@@ -259,17 +260,19 @@ def _listing(findings: list[Finding]) -> str:
     return "; ".join(f"[{f.group}] {f.message}" for f in findings[:3])
 
 
-def run_journal(ctx: PassContext, journal: PassJournal, before: Snapshot | None, rolls_back: bool = True,
-                interval: float = 1.0, durable: bool = False) -> JournalRun:
+def run_journal(ctx: PassContext, journal: PassJournal, before: Snapshot | None,
+                carrying: Carrying = REVERSIBLE) -> JournalRun:
     """Carry the journal out and finish the pass (catalog, self-check). Where the pass
     ``rolls_back``, a file changed under it or a failing self-check rolls it back."""
+    rolls_back = carrying.rolls_back
+    before = before if carrying.lossless else None
     run = JournalRun(journal.path)
     if journal.rolling_back is not None:
         roll_back(ctx, journal, run, journal.rolling_back)
         run.interrupted = True
         return run
     try:
-        _carry_out(ctx, journal, run, interval, durable, stoppable=rolls_back)
+        _carry_out(ctx, journal, run, carrying.heartbeat_interval, carrying.durable, stoppable=rolls_back)
     except PassStopped:
         # a stop was asked for (SIGTERM): what this pass wrote is undone, the store is as it was
         roll_back(ctx, journal, run, "a stop was asked for (SIGTERM or Ctrl-C) before it finished")

@@ -4,8 +4,11 @@ gates, journals, executes, finishes, and plans again when a rollback kept a fore
 
 A pass gives it a planner, ``plan(snapshot, ctx) -> plan`` where the plan has the ``steps`` to
 carry out and, optionally, the ``files`` they leave (the gate derives them from the steps when
-the plan does not say). The same call serves the command line and the daemon's job, so both
-do exactly the same pass; what they print or commit is theirs.
+the plan does not say) and a ``tolerates(finding)`` for failures the pass reports rather than
+refuses (a restored file over its caps: the person asked for it back as it was). The pass's
+``Carrying`` (engine/carrying.py) says whether it rolls back or only forward, how durably it
+writes, and whether it is held to C4. The same call serves the command line and the daemon's
+job, so both do exactly the same pass; what they print or commit is theirs.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from ..crashpoints import crashpoint
 from ..errors import DistilldError
 from ..store.snapshot import Snapshot, take_snapshot
 from .apply import JournalRun, keep_previous_bytes, run_journal
+from .carrying import REVERSIBLE, Carrying
 from .context import PassContext
 from .executor import Step
 from .finish import stale_reasons, write_catalog
@@ -58,26 +62,29 @@ class Driven(Generic[PlanT]):
                 or bool(outcome.interrupted))
 
 
-def apply_journalled(ctx: PassContext, name: str, journals: str, steps: list[Step], before: Snapshot,
-                     refused_as: type[DistilldError], what: str,
-                     files: dict[str, bytes] | None = None) -> JournalRun:
-    """Carry out ``steps`` planned from ``before`` (taken under the same lock), once the store
-    they would leave passes C1-C4 where ``before`` did; rolled back if a file changes under the
-    pass or its self-check fails. The journal goes in the store folder ``journals``."""
+def apply_journalled(ctx: PassContext, name: str, journals: str, made: Planned, before: Snapshot,
+                     refused_as: type[DistilldError], what: str, carrying: Carrying = REVERSIBLE) -> JournalRun:
+    """Carry out the plan ``made`` from ``before`` (taken under the same lock), once the store it
+    would leave passes C1-C4 (C1-C3 for a pass not held to C4) where ``before`` did; rolled back
+    (or stopped, for a pass rolled only forward) if a file changes under the pass or its
+    self-check fails. The journal goes in the store folder ``journals``."""
+    steps = made.steps
     if not steps:
         return JournalRun()
+    files: dict[str, bytes] | None = getattr(made, "files", None)
     planned = files if files is not None else planned_files(before, steps, ctx.now_stamp())
-    refuse_unless_plan_passes(ctx, before, planned, what, refused_as)
+    refuse_unless_plan_passes(ctx, before, planned, what, refused_as, carrying.lossless,
+                              getattr(made, "tolerates", None), carrying.advice)
     keep_previous_bytes(ctx.root, steps)
     journal = new_journal(ctx.root / journals, name, ctx.now(), ctx.now_stamp(), steps)
     journal.create()
     crashpoint("journal-written")
-    return run_journal(ctx, journal, before)
+    return run_journal(ctx, journal, before, carrying)
 
 
 def drive(ctx: PassContext, name: str, journals: str, plan: Callable[[Snapshot, PassContext], PlanT], *,
           refuse: Callable[[Snapshot], None] | None = None, refused_as: type[DistilldError] = DistilldError,
-          what: str | None = None) -> Driven[PlanT]:
+          what: str | None = None, carrying: Carrying = REVERSIBLE) -> Driven[PlanT]:
     """The pass ``name``, start to finish, under the lock ``ctx`` holds. ``refuse`` raises when
     the store may not take this pass now (a pending migration, say)."""
     allowed = ctx.snapshot()
@@ -96,8 +103,7 @@ def drive(ctx: PassContext, name: str, journals: str, plan: Callable[[Snapshot, 
     for attempt in range(PLAN_ATTEMPTS):
         before, unchanged = unchanged or ctx.snapshot(), None
         made = plan(before, ctx)
-        outcome = apply_journalled(ctx, name, journals, made.steps, before, refused_as, what or name,
-                                   getattr(made, "files", None))
+        outcome = apply_journalled(ctx, name, journals, made, before, refused_as, what or name, carrying)
         if outcome.rolled_back:
             rolled_back = True
             notes.append(outcome.rollback_note(f"the {name}"))

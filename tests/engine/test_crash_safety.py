@@ -493,11 +493,11 @@ def test_the_next_command_whatever_it_is_recovers_first(
 
 def test_boundary_list_matches_the_engine() -> None:
     # gc: its manifest and revert, the one executor's operations (ledger line, move, SPINE edit),
-    # the one finish step; restore: its journal, the executor, the journal's step marks, the finish
+    # the one finish step; restore: the driver's journal, the executor, the journal's step marks, the finish
     gc = boundaries_in("passes/gc/apply.py", "passes/gc/manifest.py", "finish.py") | {"ledger-appended",
                                                                                       "file-moved", "spine-edited"}
     assert gc == set(GC_BOUNDARIES)
-    restore = boundaries_in("passes/restore/apply.py", "journal.py", "finish.py") | {
+    restore = boundaries_in("driver.py", "journal.py", "finish.py") | {
         "ledger-appended", "file-moved", "file-stamped", "spine-edited"}
     assert restore == set(RESTORE_BOUNDARIES)
     assert {"ledger-appended", "file-moved", "spine-edited", "file-stamped"} <= executor_boundaries()

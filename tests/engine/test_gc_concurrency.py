@@ -33,8 +33,11 @@ from distilld.crashpoints import CRASH_ENV
 from distilld.engine.passes.gc.apply import apply_gc, recover_gc
 from distilld.engine.passes.gc.manifest import all_manifests
 from distilld.engine.lock import AcquireKind, StoreLock, read_lock
-from distilld.engine.passes.restore.apply import apply_restore, recover_restores, unfinished_restores
-from distilld.engine.passes.restore.plan import plan
+from distilld.engine.driver import apply_journalled
+from distilld.engine.passes.restore.apply import PASS as RESTORE_PASS
+from distilld.engine.passes.restore.apply import RESTORE_CARRYING
+from distilld.engine.passes.restore.plan import RestoreRefused, plan
+from distilld.store.local import RESTORE_JOURNALS_DIR
 from distilld.errors import LockHeld, LockLost
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
@@ -284,14 +287,16 @@ def test_restore_taken_over_as_stale_stops_at_its_next_heartbeat(tmp_path: Path)
 
     thief, thief_line = _steal(root, 300, t0)
     with pytest.raises(LockLost):
-        apply_restore(ctx, restore_plan, before)
+        apply_journalled(ctx, "restore", RESTORE_JOURNALS_DIR, restore_plan, before, RestoreRefused, "restored",
+                         RESTORE_CARRYING)
 
     assert (root / ".lock").read_bytes() == thief_line
     back = [m.path for m in members if (root / m.path).exists()]
     assert len(back) <= 1, f"the restore kept moving files after losing its lock: {back}"
-    assert len(unfinished_restores(root)) == 1
+    assert len(RESTORE_PASS.unfinished(root)) == 1
 
-    recover_restores(PassContext(root, thief, _real_clock, LIMITS))
+    assert RESTORE_PASS.recover is not None
+    RESTORE_PASS.recover(PassContext(root, thief, _real_clock, LIMITS))
     assert failing(check_store(take_snapshot(root), LIMITS)) == []
     assert ledger_tree_disagreements(root) == [] and stubs(root) == []
     assert lost_lines(before_dir, root, frozenset({"projects/a.md", "projects/a-2.md"})) == []

@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from ...registry import PASSES, PassEntry
+from ..carrying import REVERSIBLE, Carrying
 from ..context import PassContext
 
 
@@ -36,10 +37,11 @@ class Recovered:
     outcome: object
 
 
-def journalled_pass(name: str, journals: str) -> Pass:
+def journalled_pass(name: str, journals: str, carrying: Carrying = REVERSIBLE) -> Pass:
     """The ``Pass`` of a pass journalled in the internal format in the store folder ``journals``:
-    each unfinished journal is carried on from its last finished step, or rolled back where a
-    file changed under it."""
+    each unfinished journal is carried on from its last finished step, the way the pass's
+    ``carrying`` says (rolled back where a file changed under it, or stopped there for a pass
+    rolled only forward)."""
     def unfinished(root: Path) -> list[Path]:
         from ..journal import unfinished_journals
         return [journal.path for journal in unfinished_journals(root / journals, name)]
@@ -50,11 +52,23 @@ def journalled_pass(name: str, journals: str) -> Pass:
 
         run = JournalRun()
         for journal in unfinished_journals(ctx.root / journals, name):
-            run.absorb(run_journal(ctx, journal, journal_before(ctx.root, journal)))
+            before = journal_before(ctx.root, journal) if carrying.lossless else None
+            run.absorb(run_journal(ctx, journal, before, carrying))
         if run.rolled_back is None:
-            return Recovered([f"finished an interrupted {name} ({len(run.steps_done)} steps)"], run)
+            return Recovered([f"finished an interrupted {name}: {said_steps(run.steps_done)}"], run)
         return Recovered([run.rollback_note(f"an interrupted {name}")], run)
     return Pass(name, unfinished, recover)
+
+
+SAID_STEPS = 3
+
+
+def said_steps(titles: list[str]) -> str:
+    """The steps a recovery finished, as its note says them: the first few by their titles."""
+    if not titles:
+        return "no step was left to do"
+    more = f" and {len(titles) - SAID_STEPS} more" if len(titles) > SAID_STEPS else ""
+    return "; ".join(titles[:SAID_STEPS]) + more
 
 
 @cache

@@ -43,5 +43,4 @@ def compaction_journals(root: Path) -> list[PassJournal]:
 def apply_compaction(ctx: PassContext, plan: CompactionPlan, before: Snapshot) -> JournalRun:
     """Carry out a plan made from ``before`` (taken under the same lock), once the store it would
     leave has been checked; roll it back if a file changes under it or its self-check fails."""
-    return apply_journalled(ctx, PASS_NAME, COMPACTION_JOURNALS_DIR, plan.steps, before, CompactionRefused,
-                            "compacted", dict(plan.files))
+    return apply_journalled(ctx, PASS_NAME, COMPACTION_JOURNALS_DIR, plan, before, CompactionRefused, "compacted")

@@ -14,7 +14,8 @@ from ....store.snapshot import Snapshot
 from ....store.spine import room_problem
 from ....store.text import unescape_free_text
 from ....store.tierfile import append_index_detail, set_frontmatter
-from ...context import PlanInputs
+from ....store.findings import Finding
+from ...context import BUDGET_CODES, PlanInputs
 from ...executor import FileMove, FileWrite, FrontmatterEdit, LedgerAppend, SpineEdit, Step
 
 
@@ -165,17 +166,42 @@ def member_steps(member: RestoreMember, today: str, entry_cap: int, archived: by
 
 @dataclass
 class RestorePlan:
-    """What a restore brings back (a split family comes back whole) and the steps that do it."""
+    """What a restore brings back (a split family comes back whole) and the steps that do it;
+    ``done`` says why there is nothing to do (the file is back already)."""
 
     members: list[RestoreMember]
     steps: list[Step]
+    done: str = ""
+    back: str = ""  # the tier path found back already
+
+    def tolerates(self, finding: Finding) -> bool:
+        """A restored file over its caps is reported, not refused: the person asked for it back
+        as it was (the next compaction splits it)."""
+        return finding.code in BUDGET_CODES and finding.path in {m.path for m in self.members}
 
 
 def plan(snapshot: Snapshot, ctx: PlanInputs, *, given: str) -> RestorePlan:
     """The pass's planner (``given``, the path asked for, is bound before the pass plans)."""
+    done = already_restored(snapshot, given)
+    if done:
+        return RestorePlan([], [], done, strip_archive(given))
     members = plan_restore(snapshot, given, ctx.limits)
     steps = restore_steps(snapshot, members, ctx.now().date().isoformat(), ctx.limits.spine.entry_max_bytes)
     return RestorePlan(members, steps)
+
+
+def already_restored(snapshot: Snapshot, given: str) -> str:
+    """Why ``given`` needs no restore: it is active, not archived, and the ledger's last event for
+    it is a restore (one that a kill interrupted and the recovery finished, or an earlier one).
+    Asking again is then answered as done, not refused."""
+    tier_path = strip_archive(given)
+    if not contained(tier_path, "tier") or not snapshot.exists(tier_path) \
+            or archived_path(tier_path) in snapshot.archive_paths or snapshot.ledger is None:
+        return ""
+    last = snapshot.ledger.last_event_by_path.get(tier_path)
+    if last is None or not last.is_restore:
+        return ""
+    return f"{tier_path} is back already (the ledger's last event for it is a restore); nothing to do"
 
 
 def restore_steps(snapshot: Snapshot, members: list[RestoreMember], today: str, entry_cap: int) -> list[Step]:

@@ -225,7 +225,7 @@ def test_a_killed_compaction_is_finished_by_gc_or_restore_before_they_plan(
 
     if then == "gc":
         code, out = cli(["gc", str(root), "--apply"])
-        assert code == 0 and "note: finished an interrupted compaction (" in out, out
+        assert code == 0 and "note: finished an interrupted compaction: " in out, out
         oracle_passes(root, before)  # and gc then archived what was stale, ledger first
     else:  # the restore itself is refused (nothing archived there), after the compaction is finished
         code, out = cli(["restore", "projects/none.md", str(root)])

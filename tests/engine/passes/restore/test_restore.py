@@ -9,7 +9,6 @@ test_crash_safety.py.
 from __future__ import annotations
 
 import hashlib
-import json
 import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +20,8 @@ from distilld.actions.gc import run_gc_apply
 from distilld.actions.restore import render_text, run_restore
 from distilld.cli import main as cli_main
 from distilld.engine.passes.gc.apply import GcRefused
-from distilld.engine.passes.restore.apply import RestoreOutcome, RestoreRefused
+from distilld.engine.passes.restore.apply import RestoreOutcome
+from distilld.engine.passes.restore.plan import RestoreRefused
 from distilld.errors import DistilldError
 from distilld.policy import load_policy
 from distilld.store.catalog import render_catalog
@@ -647,17 +647,18 @@ def test_a_file_over_its_caps_is_restored_and_the_breach_reported(tmp_path: Path
     assert any(f.path == "projects/marlin.md" for f in outcome.self_check + outcome.still_over_budget)
 
 
-def test_a_restore_journal_of_an_unreleased_earlier_format_is_refused_by_name(tmp_path: Path) -> None:
-    """Its reader is gone; passed over, a half-done restore (its ledger line written, the file
-    not moved) would be planned over. It is refused, by name, and `status` lists it as stuck."""
-    from distilld.engine.recovery import interrupted_passes
 
+def test_a_restore_asked_for_again_is_answered_as_done_and_changes_nothing(tmp_path: Path) -> None:
+    """The second `restore X` (the first finished, or a kill's recovery finished it) finds X back,
+    its last ledger event a restore: exit 0, a note that says so, not a byte changed."""
     root = tmp_path / "store"
     healthy_store(root)
-    older = root / "data/restore-journals/20261130T110000Z.json"
-    older.parent.mkdir(parents=True)
-    older.write_text(json.dumps({"today": "2026-11-30", "members": [], "finished": False}))
-    with pytest.raises(RestoreRefused, match="20261130T110000Z.json: a restore journal of an earlier"):
-        run_restore(root, "projects/marlin.md", POLICY, clock)
-    assert (root / "archive/projects/marlin.md").exists()  # nothing was restored
-    assert interrupted_passes(root) and "20261130T110000Z.json" in interrupted_passes(root)[0]
+    first = run_restore(root, "projects/marlin.md", POLICY, clock)
+    assert first.restored == ["projects/marlin.md"] and first.ok
+    after_first = files(root)
+    again = run_restore(root, "archive/projects/marlin.md", POLICY, later)
+    assert again.restored == [] and again.ok
+    assert any("projects/marlin.md is back already" in note for note in again.notes), again.notes
+    assert files(root) == after_first
+    assert cli_main(["restore", "projects/marlin.md", str(root)]) == 0
+    assert files(root) == after_first
