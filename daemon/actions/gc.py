@@ -10,13 +10,24 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.context import PassContext, PreviewInputs
-from ..engine.passes.gc.apply import GcOutcome, apply_gc, refuse_unless_gc_allowed, resolve_manifest, revert_gc
+from ..engine.driver import drive
+from ..engine.passes.gc.apply import (
+    GC_CARRYING,
+    PASS_NAME,
+    GcOutcome,
+    GcRefused,
+    gc_outcome,
+    log_blocked,
+    refuse_unless_gc_allowed,
+    resolve_manifest,
+    revert_gc,
+)
 from ..engine.passes.gc.plan import plan as gc_planner
 from ..engine.passes.gc.manifest import all_manifests, unfinished_manifests
 from ..engine.passes.gc.model import GcPlan, render_gc_plan
 from ..engine.recovery import finish_interrupted
 from ..policy import Policy
-from ..store.local import lifecycle_enabled
+from ..store.local import GC_MANIFESTS_DIR, lifecycle_enabled
 from ..store.snapshot import take_snapshot
 from .passes import locked_pass, refuse_conflict_markers
 from .report import self_check_lines
@@ -84,14 +95,12 @@ def run_gc_apply(store: Path, policy: Policy, clock: Callable[[], datetime], wai
     if scheduled and not lifecycle_enabled(store.expanduser()):
         return GcReport("apply", notes=["lifecycle is disabled for this store (.lifecycle); moved nothing"])
     with locked_pass(store, policy, clock, wait) as ctx:
-        allowed = ctx.snapshot()
-        refuse_unless_gc_allowed(allowed)
-        report = GcReport("apply")
-        recovered = _finish_interrupted(ctx, report)
-        before = take_snapshot(ctx.root) if recovered else allowed  # nothing written since that read
-        report.plan = gc_planner(before, ctx)
-        report.outcome = apply_gc(ctx, report.plan, before)
-        return report
+        driven = drive(ctx, PASS_NAME, GC_MANIFESTS_DIR, gc_planner, refuse=refuse_unless_gc_allowed,
+                       refused_as=GcRefused, what="archived", carrying=GC_CARRYING)
+        log_blocked(ctx, driven.plan)
+        # the gc recovery itself is shown as the report's recovery, the others' as notes
+        return GcReport("apply", driven.plan, gc_outcome(driven.plan, driven.outcome),
+                        driven.resumed.outcome(PASS_NAME, GcOutcome), driven.resumed.notes_besides(PASS_NAME))
 
 
 def _finish_interrupted(ctx: PassContext, report: GcReport) -> bool:

@@ -4,6 +4,27 @@ driver (engine/driver.py) and the generic recovery (engine/passes/``journalled_p
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..store.snapshot import Snapshot
+    from .apply import JournalRun
+    from .context import PassContext
+
+
+class JournalFormat(Protocol):
+    """How a pass's journal is written, before its first write, and carried out. The internal
+    format (engine/driver.py) serves every pass whose journal the store format does not fix;
+    gc's manifest is the other (engine/passes/gc/apply.py)."""
+
+    def refuse(self, ctx: PassContext, made: Any) -> None:
+        """Raise when the plan is one the format cannot journal or carry out (before the gate)."""
+
+    def start(self, ctx: PassContext, name: str, journals: str, made: Any) -> Any:
+        """Write the journal of the plan ``made`` to disk, in the store folder ``journals``."""
+
+    def carry(self, ctx: PassContext, journal: Any, before: Snapshot, carrying: Carrying) -> JournalRun:
+        """Carry it out and finish the pass (catalog, self-check)."""
 
 
 @dataclass(frozen=True)
@@ -20,6 +41,8 @@ class Carrying:
     lossless: bool = True
     # What a person can do when the gate refuses the planned store.
     advice: str = "reword or merge that entry by hand, or report the case"
+    # The journal's format; None: the internal one.
+    journal_format: JournalFormat | None = None
 
     @property
     def heartbeat_interval(self) -> float:

@@ -26,8 +26,8 @@ from .context import PassContext
 from .executor import Step
 from .finish import stale_reasons, write_catalog
 from .gate import planned_files, refuse_unless_plan_passes
-from .journal import new_journal
-from .recovery import finish_interrupted
+from .journal import PassJournal, new_journal
+from .recovery import Resumed, finish_interrupted
 
 # A file changed under the first attempt (a writer's file kept by a rollback): plan once more
 # from the store as it is, so that a pass never ends with its catalog or SPINE behind the tree.
@@ -53,6 +53,7 @@ class Driven(Generic[PlanT]):
     notes: list[str] = field(default_factory=list)
     rolled_back: bool = False  # some attempt was rolled back
     before: Snapshot | None = None  # what the last plan was made from
+    resumed: Resumed = field(default_factory=Resumed)  # what the recovery before the plan finished, by pass
 
     @property
     def wrote(self) -> bool:
@@ -60,6 +61,27 @@ class Driven(Generic[PlanT]):
         outcome = self.outcome
         return (bool(outcome.written) or self.rolled_back or outcome.rolled_back is not None
                 or bool(outcome.interrupted))
+
+
+class InternalFormat:
+    """The internal journal (engine/journal.py): every step with the bytes each write puts and
+    the bytes it replaces, written before the first write."""
+
+    def refuse(self, ctx: PassContext, made: Planned) -> None:
+        return None  # any steps of the one executor can be journalled
+
+    def start(self, ctx: PassContext, name: str, journals: str, made: Planned) -> PassJournal:
+        keep_previous_bytes(ctx.root, made.steps)
+        journal = new_journal(ctx.root / journals, name, ctx.now(), ctx.now_stamp(), made.steps)
+        journal.create()
+        crashpoint("journal-written")
+        return journal
+
+    def carry(self, ctx: PassContext, journal: PassJournal, before: Snapshot, carrying: Carrying) -> JournalRun:
+        return run_journal(ctx, journal, before, carrying)
+
+
+INTERNAL_FORMAT = InternalFormat()
 
 
 def apply_journalled(ctx: PassContext, name: str, journals: str, made: Planned, before: Snapshot,
@@ -71,15 +93,14 @@ def apply_journalled(ctx: PassContext, name: str, journals: str, made: Planned, 
     steps = made.steps
     if not steps:
         return JournalRun()
+    journal_format = carrying.journal_format or INTERNAL_FORMAT
+    journal_format.refuse(ctx, made)
     files: dict[str, bytes] | None = getattr(made, "files", None)
     planned = files if files is not None else planned_files(before, steps, ctx.now_stamp())
     refuse_unless_plan_passes(ctx, before, planned, what, refused_as, carrying.lossless,
                               getattr(made, "tolerates", None), carrying.advice)
-    keep_previous_bytes(ctx.root, steps)
-    journal = new_journal(ctx.root / journals, name, ctx.now(), ctx.now_stamp(), steps)
-    journal.create()
-    crashpoint("journal-written")
-    return run_journal(ctx, journal, before, carrying)
+    journal = journal_format.start(ctx, name, journals, made)
+    return journal_format.carry(ctx, journal, before, carrying)
 
 
 def drive(ctx: PassContext, name: str, journals: str, plan: Callable[[Snapshot, PassContext], PlanT], *,
@@ -118,4 +139,4 @@ def drive(ctx: PassContext, name: str, journals: str, plan: Callable[[Snapshot, 
         # written meanwhile still get their rows
         write_catalog(ctx)
         notes.append("the catalog was rebuilt after the rollback, for files written meanwhile")
-    return Driven(made, outcome, recovery, notes, rolled_back, before)
+    return Driven(made, outcome, recovery, notes, rolled_back, before, resumed)

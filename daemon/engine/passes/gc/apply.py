@@ -2,7 +2,9 @@
 
 Order of every move: manifest (before the first move), ledger line, byte-exact move, checksum
 verified, SPINE pointer removed, done flag, heartbeat. A crash anywhere leaves a manifest that
-``recover_gc`` completes, or stops on, without guessing.
+``recover_gc`` completes, or stops on, without guessing. The pass runs on the one pass driver
+(engine/driver.py) with the manifest as its journal format (``ManifestFormat``); its recovery
+and revert are its own, as the format fixes them.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from ....store.tierfile import append_index_detail
 from .. import Pass, Recovered
 from ...context import PassContext
 from ...executor import Executor, FileMove, FileWrite, LedgerAppend, Op, Pacer, PlanStopped, SpineEdit, Step, take_ledger
-from ...apply import carry_out_steps
+from ...apply import JournalRun, carry_out_steps
+from ...carrying import Carrying
+from ...driver import apply_journalled
 from ...finish import SelfChecked, finish_pass
-from ...gate import planned_files, refuse_unless_plan_passes
 from ...guard import refuse_unless_settled
 from .manifest import (
     Manifest,
@@ -40,6 +43,7 @@ from .manifest import (
 from .model import GcPlan
 
 
+PASS_NAME = "gc"
 NEVER_COMPLETED = "move never completed"  # the reason of the line that records an abandoned move
 
 
@@ -74,7 +78,8 @@ def _sha(path: Path) -> str | None:
         return None
 
 
-def _log_blocked(ctx: PassContext, plan: GcPlan) -> None:
+def log_blocked(ctx: PassContext, plan: GcPlan) -> None:
+    """gc's local log names every move blocked this pass (data/, never committed)."""
     for skip in plan.by_status("blocked"):
         fs.append_line(ctx.root / GC_LOG, json.dumps(
             {"ts": plan.now, "path": skip.path, "status": "blocked", "reason": skip.reason}))
@@ -112,30 +117,57 @@ def _finish(ctx: PassContext, manifest: Manifest, before: Snapshot | None) -> li
     return finish_pass(ctx, before, close)
 
 
+class ManifestFormat:
+    """gc's journal for the one pass driver: the manifest the store format fixes, saved before
+    the first move, each move's done flag set once its ledger line, move and SPINE edit are on
+    disk. A move that meets a file other than planned stops the pass (it is only ever rolled
+    forward, by ``recover_gc``)."""
+
+    def refuse(self, ctx: PassContext, made: GcPlan) -> None:
+        for move in _manifest_moves(made):  # all of them first: a split family moves whole or not at all
+            _check_move_still_valid(ctx, move)
+
+    def start(self, ctx: PassContext, name: str, journals: str, made: GcPlan) -> Manifest:
+        manifest = new_manifest(ctx.root, ctx.now_stamp(), ctx.now(), _manifest_moves(made))
+        for move in manifest.moves:  # again, at the last moment before the first write
+            _check_move_still_valid(ctx, move)
+        manifest.save()
+        ctx.heartbeat()
+        crashpoint("manifest-written")
+        return manifest
+
+    def carry(self, ctx: PassContext, manifest: Manifest, before: Snapshot, carrying: Carrying) -> JournalRun:
+        run = JournalRun(manifest.path)
+        try:
+            run.written = carry_out_steps(_executor(ctx), manifest)
+        except PlanStopped as stopped:
+            raise RecoveryStopped(str(stopped)) from None
+        run.steps_done = [step.title for step in manifest.steps]
+        run.self_check = _finish(ctx, manifest, before)
+        run.still_over_budget = ctx.still_over_budget
+        return run
+
+
+def _manifest_moves(plan: GcPlan) -> list[ManifestMove]:
+    return [ManifestMove(m.source, m.target, m.sha256, m.sha256_norm, m.spine_entry, m.reason) for m in plan.moves]
+
+
+# Rolled only forward (its ledger lines stay), each write on disk before the next, held to C4.
+GC_CARRYING = Carrying(rolls_back=False, durable=True, journal_format=ManifestFormat())
+
+
+def gc_outcome(plan: GcPlan, run: JournalRun) -> GcOutcome:
+    """What a driven gc pass did, as its report says it."""
+    outcome = GcOutcome(run.journal, [move.source for move in plan.moves] if run.journal else [])
+    outcome.self_check, outcome.still_over_budget = run.self_check, run.still_over_budget
+    return outcome
+
+
 def apply_gc(ctx: PassContext, plan: GcPlan, before: Snapshot) -> GcOutcome:
-    """Carry out a plan made from ``before`` (taken under the same lock)."""
-    if not plan.moves:
-        _log_blocked(ctx, plan)
-        return GcOutcome(None)
-    moves = [ManifestMove(m.source, m.target, m.sha256, m.sha256_norm, m.spine_entry, m.reason)
-             for m in plan.moves]
-    manifest = new_manifest(ctx.root, ctx.now_stamp(), ctx.now(), moves)
-    for move in manifest.moves:  # all of them first: a split family moves whole or not at all
-        _check_move_still_valid(ctx, move)
-    planned = planned_files(before, manifest.steps, ctx.now_stamp())
-    refuse_unless_plan_passes(ctx, before, planned, "archived", GcRefused)
-    _log_blocked(ctx, plan)
-    manifest.save()
-    ctx.heartbeat()
-    crashpoint("manifest-written")
-    outcome = GcOutcome(manifest.path)
-    try:
-        carry_out_steps(_executor(ctx), manifest)
-    except PlanStopped as stopped:
-        raise RecoveryStopped(str(stopped)) from None
-    outcome.moved = [move.source for move in manifest.moves]
-    outcome.self_check = _finish(ctx, manifest, before)
-    outcome.still_over_budget = ctx.still_over_budget
+    """Carry out a plan made from ``before`` (taken under the same lock), as the driver does."""
+    outcome = gc_outcome(plan, apply_journalled(ctx, PASS_NAME, GC_MANIFESTS_DIR, plan, before, GcRefused,
+                                                "archived", GC_CARRYING))
+    log_blocked(ctx, plan)
     return outcome
 
 
@@ -311,4 +343,4 @@ def _recover(ctx: PassContext) -> Recovered:
                      + [f"recorded a gc move that never completed: {p}" for p in outcome.abandoned], outcome)
 
 
-PASS = Pass("gc", lambda root: [m.path for m in unfinished_manifests(root)], _recover)
+PASS = Pass(PASS_NAME, lambda root: [m.path for m in unfinished_manifests(root)], _recover)

@@ -24,7 +24,8 @@ from ....crashpoints import crashpoint
 from ....errors import DistilldError
 from ....store import fs
 from ....store.local import GC_MANIFESTS_DIR
-from ...executor import FileMove, LedgerAppend, Op, SpineEdit, Step
+from ...executor import Step
+from .model import archive_step
 from ...journal import journal_order, unique_journal_path
 
 # The reason of a move whose manifest line names none (a manifest of an older client).
@@ -65,9 +66,8 @@ class ManifestMove:
 
     def step(self) -> Step:
         """Archiving this file, as operations of the one executor."""
-        ops: list[Op] = [LedgerAppend(self.source, "archive", self.sha256, self.reason, self.sha256_norm, self.spine_entry),
-               FileMove(self.source, self.target, self.sha256), SpineEdit(self.source)]
-        return Step(f"archive {self.source} -> {self.target}", ops, self.done or self.abandoned)
+        return archive_step(self.source, self.target, self.sha256, self.sha256_norm, self.reason, self.spine_entry,
+                            self.done or self.abandoned)
 
 
 @dataclass

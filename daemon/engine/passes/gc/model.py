@@ -6,6 +6,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ....store.text import shown
+from ...executor import FileMove, LedgerAppend, Op, SpineEdit, Step
+
+
+def archive_step(source: str, target: str, sha256: str, sha256_norm: str, reason: str, spine_entry: str,
+                 done: bool = False) -> Step:
+    """Archiving one file, as operations of the one executor: the ledger line, the byte-exact
+    move, the SPINE pointer removed."""
+    ops: list[Op] = [LedgerAppend(source, "archive", sha256, reason, sha256_norm, spine_entry),
+                     FileMove(source, target, sha256), SpineEdit(source)]
+    return Step(f"archive {source} -> {target}", ops, done)
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,10 @@ class GcPlan:
     spine_bytes_after: int = 0
     spine_changes: list[str] = field(default_factory=list)  # human lines: removed / edited entries
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[Step]:
+        return [archive_step(m.source, m.target, m.sha256, m.sha256_norm, m.reason, m.spine_entry) for m in self.moves]
 
     def by_status(self, status: str) -> list[Skip]:
         return [s for s in self.skipped if s.status == status]
