@@ -15,8 +15,8 @@ from ..engine.passes.migration.apply import (
     apply_migration,
     finish_migration,
     preview_migration,
-    revert_migration,
 )
+from ..engine.passes.migration.revert import revert_migration
 from ..engine.recovery import finish_interrupted
 from ..errors import DistilldError
 from ..exits import INTERRUPTED

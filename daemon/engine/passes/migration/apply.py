@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 
 from ....crashpoints import crashpoint
@@ -22,10 +21,9 @@ from ....policy import Policy
 from ....store import fs
 from ....store.findings import Finding
 from ....store.invariants import check_store
-from ....store.ledger import restore_event
 from ....store.local import pending_migrations
 from ....store.lossless import check_c4
-from ....store.paths import CATALOG, LEDGER, SPINE, TIERS
+from ....store.paths import CATALOG, SPINE, TIERS
 from ....store.snapshot import take_snapshot
 from ....store.text import encode, sha256_hex
 from ...context import PassContext, PlanInputs, PreviewInputs
@@ -38,8 +36,6 @@ from .checklist import (
     MigrationDir,
     MigrationJournal,
     items_of,
-    migration_dirs,
-    moved_by,
     new_dir,
     render_plan_md,
 )
@@ -48,7 +44,7 @@ from .plan import plan as migration_planner
 from ..compaction.advice import CapFailure, cap_failures
 from ..gc.model import Move
 from ...progress import report as report_progress
-from ...executor import Executor, FileMove, LedgerAppend, Pacer, Step, append_ledger, planned_checksums, take_ledger
+from ...executor import Executor, FileMove, LedgerAppend, Pacer, Step
 from ...finish import SelfChecked, write_catalog
 
 KNOWLEDGE_TOPS: tuple[str, ...] = (*TIERS, "evidence", "archive")
@@ -216,10 +212,6 @@ def _archive_step(move: Move) -> Step:
         FileMove(move.source, move.target, move.sha256)])
 
 
-def _restore_line(path: str, reason: str, observed: str | None, modified: bool, stamp: str) -> str:
-    return restore_event(stamp, path, reason, observed, modified)
-
-
 def _self_check(ctx: PassContext, directory: MigrationDir) -> list[Finding]:
     after = take_snapshot(ctx.root)
     found = check_store(after, ctx.limits) + check_c4(take_snapshot(directory.backup), after)
@@ -250,99 +242,4 @@ def finish_migration(ctx: PassContext) -> MigrateOutcome:
     journal = directory.load_journal()
     outcome = MigrateOutcome("finish", directory=directory.path)
     _continue(ctx, directory, journal, outcome)
-    return outcome
-
-
-# -- revert -----------------------------------------------------------------------------------
-
-def _revertible(root: Path) -> MigrationDir | None:
-    """The migration to revert; None when the last one is reverted already (nothing to do)."""
-    pending = pending_migrations(root)
-    if pending:
-        return MigrationDir(pending[0].parent)
-    every = migration_dirs(root)
-    done = [d for d in every if d.done.exists() and not d.reverted.exists()]
-    if not done and any(d.reverted.exists() for d in every):
-        return None
-    if not done:
-        raise MigrationRefused(f"{root}: no migration to revert (none is PENDING or DONE and not reverted)")
-    return done[-1]
-
-
-def revert_migration(ctx: PassContext) -> MigrateOutcome:
-    root = ctx.root
-    directory = _revertible(root)
-    if directory is None:  # as `gc --revert` says of a finished revert: nothing to do, not a refusal
-        last = [d for d in migration_dirs(root) if d.reverted.exists()][-1]
-        return MigrateOutcome("revert", directory=last.path,
-                              notes=[f"{last.path} is already reverted; nothing to do"])
-    journal = directory.load_journal()
-    outcome = MigrateOutcome("revert", directory=directory.path)
-    backup = directory.backup
-    if not backup.is_dir():
-        raise MigrationRefused(f"{backup}: no backup to revert to; nothing was changed")
-    ours = planned_checksums([i.step for i in journal.items if i.step is not None])
-    recorded = directory.writes()
-    # 1. files changed after the backup are kept aside before anything is undone
-    for path in knowledge_files(root):
-        if path == CATALOG:
-            continue
-        current = sha256_hex((root / path).read_bytes())
-        copy = backup / path
-        if copy.is_file() and sha256_hex(copy.read_bytes()) == current:
-            continue
-        if current == recorded.get(path) or current in ours.get(path, set()):
-            continue
-        if path == LEDGER:
-            continue  # the ledger is only ever appended to, and is never replaced
-        outcome.kept.append(path)
-        kept = directory.kept / path
-        if not kept.exists():
-            fs.copy_exact(root / path, kept)
-    reason = f"revert {directory.ts}"
-    # 2. a restore line for every lifecycle move this migration made, 3. every move reversed
-    for item in reversed(journal.items):
-        move = item.move
-        if move is None:
-            continue
-        ledger = take_ledger(root)
-        last = ledger.last_event_by_path.get(move.source) if ledger else None
-        if last is not None and last.is_archive and last.value("sha256") == move.sha256:
-            archived = root / move.target
-            observed = sha256_hex(archived.read_bytes()) if archived.is_file() else None
-            modified = observed is not None and observed != move.sha256
-            append_ledger(ctx, partial(_restore_line, move.source, reason, observed, modified))
-            crashpoint("file-written")
-    for source, target in reversed(moved_by(journal.items)):
-        if (root / target).is_file() and not (root / source).exists():
-            fs.move_exact(root / target, root / source)
-            crashpoint("file-written")
-            ctx.heartbeat()
-    # 4. paths the plan created go, unless changed after the backup
-    for path in journal.created:
-        if path not in outcome.kept and (root / path).is_file() and not (backup / path).exists():
-            fs.remove(root / path)
-            crashpoint("file-written")
-    # 5. the backup over the store, the ledger excepted
-    for path in knowledge_files(backup):
-        if path in (LEDGER, CATALOG):
-            continue
-        data = (backup / path).read_bytes()
-        there = root / path
-        if not there.is_file() or there.read_bytes() != data:
-            fs.atomic_write(there, data)
-            crashpoint("file-written")
-            ctx.heartbeat()
-    # 6. the catalog: rebuilt only if the store had one; otherwise none, as before
-    if (backup / CATALOG).is_file():
-        write_catalog(ctx)  # the one finish step's catalog, in the line endings it has
-    elif (root / CATALOG).is_file():
-        fs.remove(root / CATALOG)
-    # 7. REVERTED replaces PENDING
-    fs.atomic_write(directory.reverted, encode(f"reverted {ctx.now_stamp()}\n"))
-    crashpoint("reverted-written")
-    if directory.pending.exists():
-        fs.remove(directory.pending)
-    outcome.finished = True
-    ctx.heartbeat()
     return outcome

@@ -278,6 +278,30 @@ def test_revert_gives_the_backup_back_and_keeps_later_changes_aside(store: Path,
     assert "reverted: the store is as it was before the migration" in render_text(outcome)
 
 
+
+def test_a_file_an_agent_changes_while_the_revert_runs_is_kept_aside_before_the_backup_goes_over_it(
+        store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The revert's first look finds SPINE.md as the migration left it (nothing to keep aside).
+    A lockless writer then changes it, before the backup is written over it: the write is
+    checked against what the look saw, so the writer's bytes go to kept-after-backup/ first."""
+    import distilld.engine.passes.migration.revert as revert
+
+    run_migrate(store, POLICY, clock, "apply")
+    agent_bytes = (store / "SPINE.md").read_bytes() + b"- [Mid-revert](projects/saffron.md) - an agent wrote this\n"
+    real_put = revert._Undo.put
+
+    def writer_first(self: revert._Undo, path: str, data: bytes) -> None:
+        if path == "SPINE.md":
+            (store / path).write_bytes(agent_bytes)
+        real_put(self, path, data)
+
+    monkeypatch.setattr(revert._Undo, "put", writer_first)
+    outcome = run_migrate(store, POLICY, later, "revert")
+
+    assert outcome.finished and "SPINE.md" in outcome.kept
+    assert (only_dir(store).kept / "SPINE.md").read_bytes() == agent_bytes
+    assert (store / "SPINE.md").read_bytes() == (tmp_path / "original/SPINE.md").read_bytes()
+
 # -- lifecycle -----------------------------------------------------------------------------------------
 
 def test_lifecycle_moves_run_only_when_enabled_ledger_first(store: Path, tmp_path: Path) -> None:

@@ -193,7 +193,8 @@ def test_a_killed_compaction_is_finished_by_the_next_one(
 # -- the tables -----------------------------------------------------------------------------------------
 
 def test_boundaries_are_the_ones_the_engine_has() -> None:
-    migration = boundaries_in("passes/migration/apply.py", "passes/migration/checklist.py", "finish.py")
+    migration = boundaries_in("passes/migration/apply.py", "passes/migration/revert.py", "passes/migration/checklist.py",
+                              "finish.py")
     assert migration | executor_boundaries() >= set(MIGRATE_OCCURRENCES)
     assert migration - set(MIGRATE_OCCURRENCES) == {"reverted-written"}  # revert is re-runnable
     # The rollback's own boundaries are killed in test_compaction_foreign_edit.py (ROLLBACK_OCCURRENCES).
