@@ -45,6 +45,8 @@ class SoakFigures:
     share_last: float = 0.0
     hook_bytes: int = 0  # hook words the store began with over the cap, and every word writers added to hooks
     detail_bytes: int = 0  # Index-detail hook bytes at the end
+    share_every: int = 0  # the share is also taken every this many rounds (0: first and last only)
+    shares: list[tuple[int, float, int, int]] = field(default_factory=list)  # round, share, detail bytes, hook bytes
     identical: bool = False
     problems: list[str] = field(default_factory=list)
 
@@ -59,6 +61,8 @@ class SoakFigures:
                 f"Index-detail share of the store: {self.share_first:.1%} -> {self.share_last:.1%}",
                 f"Index-detail bytes per hook byte written: {self.detail_bytes} / {self.hook_bytes} = "
                 f"{self.detail_bytes / max(self.hook_bytes, 1):.2f}",
+                *[f"  after round {n}: share {share:.1%}, Index-detail bytes per hook byte {detail / max(hooks, 1):.2f}"
+                  for n, share, detail, hooks in self.shares],
                 f"both clones byte-identical: {'yes' if self.identical else 'NO'}",
                 *[f"problem: {p}" for p in self.problems]]
 
@@ -212,6 +216,8 @@ class Soak:
         spine = machine.read(SPINE).decode()
         kept = [line for line in spine.split("\n") if not conflict_marker_lines(line.encode())
                 and line not in ("=======",) and "heron, the user's side" not in line and "heron, their side" not in line]
+        if "\n".join(kept) == spine:
+            return  # nothing left to resolve (without the soak rules, a pass moved the markers away)
         machine.write(SPINE, "\n".join(kept))
         self.git(machine.root, "commit", "-qam", "user: conflict resolved")
 
@@ -245,6 +251,9 @@ class Soak:
                 figures.marked_tips += tip_has_markers(self.origin)
             if round_number == 0:
                 figures.share_first = detail_share(shared_files(self.origin_clone()))
+            if figures.share_every and (round_number + 1) % figures.share_every == 0:
+                files = shared_files(self.origin_clone())
+                figures.shares.append((round_number + 1, detail_share(files), detail_bytes(files), figures.hook_bytes))
         if figures.rounds <= self.fix_round and conflict_marker_lines(self.a.read(SPINE)):
             self.user_resolves(self.a)
         for machine in (self.a, self.b, self.a, self.b):

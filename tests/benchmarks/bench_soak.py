@@ -45,11 +45,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=20, help="rounds; each machine writes, compacts and syncs once a round")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--baseline", action="store_true", help="run it first with the soak rules off")
+    parser.add_argument("--share-every", type=int, default=0, metavar="N",
+                        help="also print the Index-detail share every N rounds (its course, not only first -> last)")
     args = parser.parse_args()
     if args.baseline:
         with rules_off():
-            soak_once(args.rounds, args.seed, "without the soak rules (baseline)")
-    return soak_once(args.rounds, args.seed, "with the soak rules")
+            soak_once(args.rounds, args.seed, "without the soak rules (baseline)", args.share_every)
+    return soak_once(args.rounds, args.seed, "with the soak rules", args.share_every)
 
 
 @contextmanager
@@ -69,7 +71,7 @@ def rules_off() -> Iterator[None]:
         passes.refuse_conflict_markers, plan.hooks_not_held, plan.was_cut_before, _Merger.doubled_entries = saved
 
 
-def soak_once(rounds: int, seed: int, title: str) -> int:
+def soak_once(rounds: int, seed: int, title: str, share_every: int = 0) -> int:
     with tempfile.TemporaryDirectory(prefix="distilld-soak-") as scratch:
         base = Path(scratch)
         home = base / "home"
@@ -85,6 +87,7 @@ def soak_once(rounds: int, seed: int, title: str) -> int:
         user_home.mkdir()
         watch = Stopwatch()
         soak = Soak(base, Origin.create(base / "origin.git"), GitCli(user_home), rounds, seed)
+        soak.figures.share_every = share_every
         figures = soak.run()
         took = watch.sample()
     print(f"two-machine soak, {title} ({load_average()})")
