@@ -97,8 +97,10 @@ def _lifecycle(s: _Lines) -> None:
            f"blocks): {s.v('blocked')} blocked, {s.v('movable')} movable")
     s.line(f"    older rule (any mention blocks): {s.v('blocked_older_rule')} blocked, "
            f"{s.v('movable_older_rule')} movable")
-    s.line(f"flat 60 days: {s.v('past_flat_60')} past ({s.v('movable_flat_60')} movable); flat 90 days: "
-           f"{s.v('past_flat_90')} past ({s.v('movable_flat_90')} movable)")
+    flat = [f.key.removeprefix("past_flat_") for f in s.section.figures if f.key.startswith("past_flat_")]
+    if flat:  # the policy's lifecycle.report_flat_days
+        s.line("; ".join(f"flat {days} days: {s.v(f'past_flat_{days}')} past ({s.v(f'movable_flat_{days}')} movable)"
+                         for days in flat))
     s.line(f"store age {s.v('store_age_days')}; median {s.v('median_days_since_confirmed')} since "
            f"last confirmation; oldest {s.v('oldest_days')} ({s.v('oldest_path')})")
 

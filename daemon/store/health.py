@@ -280,7 +280,7 @@ def lifecycle(snapshot: Snapshot, limits: Limits, today: date, first_commit: dat
     section.add(known("movable_older_rule", "movable (older rule)",
                       sum(1 for r in rows if r["older_rule"] == "movable"),
                       "past threshold, not exempt, named by no other file"))
-    for days in (60, 90):
+    for days in limits.lifecycle.report_flat_days:
         flat = [path for path in projects if _older_than(snapshot.knowledge(path), today, days)]
         section.add(known(f"past_flat_{days}", f"past a flat {days}-day threshold", len(flat),
                           f"project files whose newest stamp is more than {days} days old, whatever their own threshold"))

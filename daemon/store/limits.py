@@ -49,6 +49,8 @@ class TierFileLimits:
 class LifecycleLimits:
     staleness_threshold_days: int  # for a file without a staleness_threshold of its own
     candidate_dirs: tuple[str, ...]  # only files directly under these are gc candidates
+    # the flat thresholds the health report compares the files' own thresholds with (days)
+    report_flat_days: tuple[int, ...]
 
 
 @dataclass(frozen=True)

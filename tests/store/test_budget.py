@@ -162,7 +162,7 @@ def test_stale_projects_only_directly_under_projects(tmp_path: Path) -> None:
 
 def test_candidate_dirs_and_default_threshold_are_parameters(tmp_path: Path) -> None:
     stale_store(tmp_path)
-    report = budget(tmp_path, replace(LIMITS, lifecycle=LifecycleLimits(85, ("projects", "craft"))))
+    report = budget(tmp_path, replace(LIMITS, lifecycle=LifecycleLimits(85, ("projects", "craft"), (60, 90))))
     assert [(s.path, s.days, s.threshold) for s in report.stale_projects] == [
         ("craft/old.md", 333, 85),
         ("projects/fast.md", 15, 10),

@@ -244,3 +244,22 @@ def test_broken_links_unindexed_files_restores_and_pending_adoptions_are_counted
     archive = archive_and_ledger(snapshot)
     assert archive.value("pending_adoption") == 1  # craft/archive/old.md
     assert (archive.value("restores"), archive.value("moves_never_completed")) == (1, 1)
+
+
+def test_the_flat_thresholds_the_report_compares_with_come_from_the_policy(tmp_path: Path) -> None:
+    """issue 26: no number outside the policy; a policy that names other days gets those columns."""
+    from dataclasses import replace
+    from datetime import UTC, date, datetime
+
+    from distilld.store.snapshot import take_snapshot
+
+    limits = load_policy().limits
+    assert limits.lifecycle.report_flat_days == (60, 90)
+    root = tmp_path / "store"
+    healthy_store(root)
+    other = replace(limits, lifecycle=replace(limits.lifecycle, report_flat_days=(30,)))
+    section = lifecycle(take_snapshot(root), other, date(2026, 11, 30), None)
+    keys = {f.key for f in section.figures}
+    report = build_report(root, replace(load_policy(), limits=other), datetime(2026, 11, 30, 12, tzinfo=UTC))
+    assert "flat 30 days: " in render_text(report) and "flat 60 days" not in render_text(report)
+    assert {"past_flat_30", "movable_flat_30"} <= keys and "past_flat_60" not in keys
