@@ -234,8 +234,9 @@ def roll_back(ctx: PassContext, journal: PassJournal, run: JournalRun, reason: s
                                f"since: {lost[0].message}")
             journal.finish()
             return
-        changed_meanwhile: list[str] = []
-        for path, data in undo.give.items():
+        order = list(undo.give)
+        stopped: int | None = None
+        for index, (path, data) in enumerate(undo.give.items()):
             before = undo.seen[path]
             op: FileWrite | FileRemove = FileRemove(path, before or "") if data is None else FileWrite(path, before, data)
             if data is None and before is None:
@@ -243,15 +244,17 @@ def roll_back(ctx: PassContext, journal: PassJournal, run: JournalRun, reason: s
             try:
                 executor.carry_out(op)
             except PlanStopped:
-                changed_meanwhile.append(path)
-                continue
+                # The rest of this undo was planned (and checked for lost lines) with that file as
+                # it was: undoing on would remove a split child whose parent is now kept. Plan again.
+                stopped = index
+                break
             run.restored.append(path)
             crashpoint("file-restored")
             ctx.heartbeat()
-        if not changed_meanwhile:
+        if stopped is None:
             break
         if attempt + 1 == UNDO_ATTEMPTS:
-            run.kept = sorted(set(run.kept) | set(changed_meanwhile))
+            run.kept = sorted(set(run.kept) | set(order[stopped:]))
     journal.finish(rolled_back=True)
 
 

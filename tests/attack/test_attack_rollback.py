@@ -1,0 +1,109 @@
+"""Attacks on the rollback through the executor (engine/apply.py `roll_back`, `_Undo`, UNDO_ATTEMPTS):
+a lockless writer changes a file while the undo runs, right between the undo's read of it and its
+write. Nothing the writer wrote may be lost, and no line the pass had moved may be lost either.
+
+Run in-process: the pass is a real compaction of a real store in tmp_path; the writer's edits are
+made at the pass's own write boundaries (its crashpoints) and right before the undo writes a file.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from maintenance_fixtures import migrated_store_over_targets
+
+from distilld.actions.compaction import run_compaction
+from distilld.engine import apply as engine_apply
+from distilld.engine import journal as engine_journal
+from distilld.engine.executor import Executor, FileWrite
+from distilld.engine.recovery import interrupted_passes
+from distilld.policy import load_policy
+from distilld.store.invariants import check_store
+from distilld.store.lossless import check_c4
+from distilld.store.snapshot import take_snapshot
+
+POLICY = load_policy()
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+AGENT_LINE = "- An agent learned meanwhile: the blue-green switch needs the health probe first."
+UNDO_LINE = "- Another agent wrote this while the rollback ran: canaries take ten minutes."
+TIERS = ("craft", "ops", "profile", "projects", "feedback")
+
+
+def tier_lines(root: Path) -> Counter[str]:
+    """Every non-blank line of every live tier file (C4-style multiset, frontmatter included)."""
+    found: Counter[str] = Counter()
+    for tier in TIERS:
+        for path in (root / tier).rglob("*.md"):
+            found.update(line for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return found
+
+
+def append(path: Path, line: str) -> None:
+    path.write_bytes(path.read_bytes() + line.encode() + b"\n")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return migrated_store_over_targets(tmp_path / "store").root
+
+
+@pytest.fixture
+def writer(monkeypatch: pytest.MonkeyPatch, store: Path) -> Iterator[dict[str, int]]:
+    """A lockless writer: at the pass's second step mark it appends to a file the plan writes later
+    (so the pass stops and rolls back), and right before the undo writes ops/deploy.md (a split
+    parent: its moved lines are in ops/deploy-2.md) it appends to that file."""
+    made = {"undo-edits": 0}
+    marks = {"n": 0}
+
+    def crashpoint(boundary: str) -> None:
+        if boundary == "step-marked":
+            marks["n"] += 1
+            if marks["n"] == 2:
+                append(store / "projects/olive.md", AGENT_LINE)
+
+    monkeypatch.setattr(engine_journal, "crashpoint", crashpoint)
+    carry_out = Executor.carry_out
+
+    def racing_carry_out(self: Executor, op: object) -> list[tuple[str, str]]:
+        if (isinstance(op, FileWrite) and op.path == "ops/deploy.md" and not made["undo-edits"]
+                and any(j.rolling_back for j in _open_journals(store))):
+            made["undo-edits"] += 1
+            append(store / op.path, UNDO_LINE)
+        return carry_out(self, op)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Executor, "carry_out", racing_carry_out)
+    yield made
+
+
+def _open_journals(root: Path) -> list[engine_journal.PassJournal]:
+    return engine_journal.unfinished_journals(root / "data/compact-journals", "compaction")
+
+
+def test_a_file_changed_while_the_undo_runs_loses_no_moved_line(store: Path, writer: dict[str, int],
+                                                               tmp_path: Path) -> None:
+    before = tmp_path / "before"
+    shutil.copytree(store, before)
+    lines_before = tier_lines(store)
+    assert "split ops/deploy.md" in " ".join(
+        s.title for s in run_compaction(store, POLICY, lambda: NOW, apply=False).plan.steps[:2])  # type: ignore[union-attr]
+
+    report = run_compaction(store, POLICY, lambda: NOW, apply=True)
+
+    assert writer["undo-edits"] == 1, "the undo never came to write ops/deploy.md"
+    assert report.outcome is not None
+    lost = (lines_before + Counter([AGENT_LINE, UNDO_LINE])) - tier_lines(store)
+    assert not lost, f"lines lost: {sorted(lost)[:5]}"
+    assert (store / "projects/olive.md").read_text().count(AGENT_LINE) == 1
+    assert (store / "ops/deploy.md").read_text().count(UNDO_LINE) == 1
+    append(before / "projects/olive.md", AGENT_LINE)
+    append(before / "ops/deploy.md", UNDO_LINE)
+    c4 = [f.message for f in check_c4(take_snapshot(before), take_snapshot(store)) if f.severity == "fail"]
+    assert c4 == []
+    assert [f.message for f in check_store(take_snapshot(store), POLICY.limits) if f.severity == "fail"] == []
+    assert interrupted_passes(store) == []
+    assert not (store / ".lock").exists()
