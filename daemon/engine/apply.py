@@ -154,13 +154,20 @@ class _Undo:
 def _undo_plan(root: Path, journal: PassJournal) -> _Undo:
     writes = journal.writes()
     original: dict[str, str | None] = {}  # each path's checksum before the pass first wrote it
+    # what each write's path held at some point before it (its first bytes, or an earlier write's):
+    # a file in one of those states is not written that far yet (a path written three times, such
+    # as a chained compaction's SPINE, may hold the first write's bytes when the second is undone)
+    earlier: list[set[str | None]] = []
+    states: dict[str, set[str | None]] = {}
     for op in writes:
         original.setdefault(op.path, op.before)
+        earlier.append(set(states.setdefault(op.path, {op.before})))
+        states[op.path].add(op.after)
     current: dict[str, bytes | None] = {}
     seen: dict[str, str | None] = {}
     settled: set[str] = set()
     kept: list[str] = []
-    for op in reversed(writes):
+    for index, op in reversed(list(enumerate(writes))):
         if op.path not in current:
             current[op.path] = _read(root / op.path)
             seen[op.path] = None if current[op.path] is None else sha256_hex(current[op.path] or b"")
@@ -170,7 +177,7 @@ def _undo_plan(root: Path, journal: PassJournal) -> _Undo:
         if op.path in kept or op.path in settled or now is None and op.before is None:
             continue
         checksum = None if now is None else sha256_hex(now)
-        if checksum == op.before:
+        if checksum == op.before or checksum in earlier[index]:
             continue  # not written yet, or undone already
         if checksum != op.after or op.before is not None and op.previous is None:
             kept.append(op.path)  # changed since (or an older journal without the bytes): keep it

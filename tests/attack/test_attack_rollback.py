@@ -107,3 +107,54 @@ def test_a_file_changed_while_the_undo_runs_loses_no_moved_line(store: Path, wri
     assert [f.message for f in check_store(take_snapshot(store), POLICY.limits) if f.severity == "fail"] == []
     assert interrupted_passes(store) == []
     assert not (store / ".lock").exists()
+
+
+# -- a file the pass writes three times (a chained compaction's SPINE) --------------------------
+
+def test_a_file_written_three_times_is_undone_when_the_pass_stops_after_its_first_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chained compaction writes SPINE.md once per plan (three times). Stopped after the first of
+    them, the undo found the SPINE holding neither what its last write expects nor what it leaves,
+    took the pass's own first write for a foreign change and kept it: with the SPINE kept, the
+    check that undoing loses no line refused the whole rollback ("not undone")."""
+    from builders import healthy_store
+    from distilld.actions.passes import locked_pass
+    from distilld.engine.driver import drive
+    from distilld.store.text import sha256_hex
+
+    store = healthy_store(tmp_path / "store").root
+    kestrel, deploy = store / "projects/kestrel.md", store / "ops/deploy.md"
+    original, deploy_original = kestrel.read_bytes(), deploy.read_bytes()
+    states = [original + b"".join(f"- note {n}\n".encode() for n in range(k)) for k in range(4)]
+
+    class Plan:
+        def __init__(self, steps: list[engine_apply.Step]) -> None:
+            self.steps = steps
+
+    planned = {"n": 0}
+
+    def plan(snapshot: object, ctx: object) -> Plan:
+        planned["n"] += 1
+        if planned["n"] > 1:
+            return Plan([])  # planned again after the rollback: nothing more to do
+        write = lambda k: FileWrite("projects/kestrel.md", sha256_hex(states[k]), states[k + 1])  # noqa: E731
+        other = FileWrite("ops/deploy.md", sha256_hex(deploy_original), deploy_original + b"- deploy note\n")
+        return Plan([engine_apply.Step("one", [write(0)]), engine_apply.Step("other", [other]),
+                     engine_apply.Step("two", [write(1)]), engine_apply.Step("three", [write(2)])])
+
+    marks = {"n": 0}
+
+    def crashpoint(boundary: str) -> None:
+        if boundary == "step-marked":
+            marks["n"] += 1
+            if marks["n"] == 1:
+                append(deploy, AGENT_LINE)  # a writer edits the file of the next step
+
+    monkeypatch.setattr(engine_journal, "crashpoint", crashpoint)
+    with locked_pass(store, POLICY, lambda: NOW) as ctx:
+        driven = drive(ctx, "attack", "data/attack-journals", plan)
+
+    assert driven.rolled_back
+    assert "not undone" not in (driven.notes[0] if driven.notes else ""), driven.notes
+    assert kestrel.read_bytes() == original, "the pass's own first write was kept"
+    assert deploy.read_bytes() == deploy_original + AGENT_LINE.encode() + b"\n"
