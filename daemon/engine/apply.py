@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..crashpoints import crashpoint
+from ..errors import StoreRefused
 from ..store.findings import Finding, fail
 from ..store.lossless import check_c4
 from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
@@ -71,9 +72,14 @@ def _read(path: Path) -> bytes | None:
 
 
 def keep_previous_bytes(root: Path, steps: list[Step]) -> None:
-    """Give every planned write the bytes it replaces, so the journal can undo it."""
+    """Give every planned write the bytes it replaces, so the journal can undo it. A planned
+    removal is refused: the journal keeps no bytes of the file it takes, so a rollback could not
+    give it back (and would still undo the writes that held its lines elsewhere)."""
     current: dict[str, bytes | None] = {}
     for op in (op for step in steps for op in step.ops):
+        if isinstance(op, FileRemove):
+            raise StoreRefused(f"{root / op.path}: the plan removes this file, which only a rollback may do (the "
+                               "journal keeps no bytes to give it back); nothing was changed. Report the case")
         if isinstance(op, FileWrite):
             if op.path not in current:
                 current[op.path] = _read(root / op.path)

@@ -158,3 +158,45 @@ def test_a_file_written_three_times_is_undone_when_the_pass_stops_after_its_firs
     assert "not undone" not in (driven.notes[0] if driven.notes else ""), driven.notes
     assert kestrel.read_bytes() == original, "the pass's own first write was kept"
     assert deploy.read_bytes() == deploy_original + AGENT_LINE.encode() + b"\n"
+
+
+# -- a pass that plans a removal -------------------------------------------------------------------
+
+def _removal(store: Path, path: str) -> object:
+    from distilld.engine.executor import FileRemove
+    from distilld.store.text import sha256_hex
+
+    steps = [engine_apply.Step("remove", [FileRemove(path, sha256_hex((store / path).read_bytes()))])]
+
+    class Plan:
+        def __init__(self) -> None:
+            self.steps = steps
+    return Plan()
+
+
+def _store_files(store: Path) -> dict[str, bytes]:
+    lock_files = (".status", ".lock.takeover")
+    return {p.relative_to(store).as_posix(): p.read_bytes() for p in store.rglob("*")
+            if p.is_file() and p.name not in lock_files}
+
+
+@pytest.mark.parametrize(("path", "refusal"), [("projects/kestrel.md", "would fail its self-check"),
+                                               ("projects/blank.md", "removes this file")],
+                         ids=["a-tier-file", "a-blank-file"])
+def test_a_pass_that_plans_a_removal_is_refused_before_writing(tmp_path: Path, path: str, refusal: str) -> None:
+    """The gate laid only writes, moves and edits over the store and passed a FileRemove as if the
+    file stayed: the file went, the self-check failed (C4), and the rollback, which undoes the
+    journal's FileWrites only, never gave it back (the pass then planned again, found nothing to
+    do and said ok). Now the gate sees the removal; and since the journal keeps no bytes of a
+    removed file, a removal that passes the gate (a blank file) is refused before the journal."""
+    from builders import healthy_store
+    from distilld.actions.passes import locked_pass
+    from distilld.engine.driver import drive
+    from distilld.errors import DistilldError
+
+    store = healthy_store(tmp_path / "store").root
+    (store / "projects/blank.md").write_bytes(b"\n")
+    before = _store_files(store)
+    with pytest.raises(DistilldError, match=refusal), locked_pass(store, POLICY, lambda: NOW) as ctx:
+        drive(ctx, "attack", "data/attack-journals", lambda snapshot, ctx: _removal(store, path))
+    assert _store_files(store) == before
