@@ -20,7 +20,7 @@ from maintenance_fixtures import migrated_store_over_targets
 from distilld.actions.compaction import run_compaction
 from distilld.engine import apply as engine_apply
 from distilld.engine import journal as engine_journal
-from distilld.engine.executor import Executor, FileWrite
+from distilld.engine.executor import Executor, FileRemove, FileWrite
 from distilld.engine.recovery import interrupted_passes
 from distilld.policy import load_policy
 from distilld.store.invariants import check_store
@@ -52,11 +52,18 @@ def store(tmp_path: Path) -> Path:
     return migrated_store_over_targets(tmp_path / "store").root
 
 
+@pytest.fixture(params=["ops/deploy.md", "ops/deploy-2.md"], ids=["parent-restored", "child-removed"])
+def raced(request: pytest.FixtureRequest) -> str:
+    """The file the writer changes right before the undo touches it: the split parent the undo
+    gives its bytes back, or the split child (holding the parent's moved lines) it removes."""
+    return str(request.param)
+
+
 @pytest.fixture
-def writer(monkeypatch: pytest.MonkeyPatch, store: Path) -> Iterator[dict[str, int]]:
+def writer(monkeypatch: pytest.MonkeyPatch, store: Path, raced: str) -> Iterator[dict[str, int]]:
     """A lockless writer: at the pass's second step mark it appends to a file the plan writes later
-    (so the pass stops and rolls back), and right before the undo writes ops/deploy.md (a split
-    parent: its moved lines are in ops/deploy-2.md) it appends to that file."""
+    (so the pass stops and rolls back), and right before the undo writes or removes ``raced``
+    (ops/deploy.md was split, its moved lines are in ops/deploy-2.md) it appends to that file."""
     made = {"undo-edits": 0}
     marks = {"n": 0}
 
@@ -70,7 +77,7 @@ def writer(monkeypatch: pytest.MonkeyPatch, store: Path) -> Iterator[dict[str, i
     carry_out = Executor.carry_out
 
     def racing_carry_out(self: Executor, op: object) -> list[tuple[str, str]]:
-        if (isinstance(op, FileWrite) and op.path == "ops/deploy.md" and not made["undo-edits"]
+        if (isinstance(op, (FileWrite, FileRemove)) and op.path == raced and not made["undo-edits"]
                 and any(j.rolling_back for j in _open_journals(store))):
             made["undo-edits"] += 1
             append(store / op.path, UNDO_LINE)
@@ -84,7 +91,7 @@ def _open_journals(root: Path) -> list[engine_journal.PassJournal]:
     return engine_journal.unfinished_journals(root / "data/compact-journals", "compaction")
 
 
-def test_a_file_changed_while_the_undo_runs_loses_no_moved_line(store: Path, writer: dict[str, int],
+def test_a_file_changed_while_the_undo_runs_loses_no_moved_line(store: Path, writer: dict[str, int], raced: str,
                                                                tmp_path: Path) -> None:
     before = tmp_path / "before"
     shutil.copytree(store, before)
@@ -94,14 +101,15 @@ def test_a_file_changed_while_the_undo_runs_loses_no_moved_line(store: Path, wri
 
     report = run_compaction(store, POLICY, lambda: NOW, apply=True)
 
-    assert writer["undo-edits"] == 1, "the undo never came to write ops/deploy.md"
+    assert writer["undo-edits"] == 1, f"the undo never came to {raced}"
     assert report.outcome is not None
     lost = (lines_before + Counter([AGENT_LINE, UNDO_LINE])) - tier_lines(store)
     assert not lost, f"lines lost: {sorted(lost)[:5]}"
     assert (store / "projects/olive.md").read_text().count(AGENT_LINE) == 1
-    assert (store / "ops/deploy.md").read_text().count(UNDO_LINE) == 1
+    assert (store / raced).read_text().count(UNDO_LINE) == 1
     append(before / "projects/olive.md", AGENT_LINE)
-    append(before / "ops/deploy.md", UNDO_LINE)
+    if (before / raced).exists():
+        append(before / raced, UNDO_LINE)
     c4 = [f.message for f in check_c4(take_snapshot(before), take_snapshot(store)) if f.severity == "fail"]
     assert c4 == []
     assert [f.message for f in check_store(take_snapshot(store), POLICY.limits) if f.severity == "fail"] == []
