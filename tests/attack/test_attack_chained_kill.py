@@ -10,11 +10,13 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pygit2
 import pytest
+from waiting import wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from storegen import generate_store  # noqa: E402
@@ -121,3 +123,55 @@ def test_a_kill_at_a_seam_of_the_chain_is_recovered_exactly(name: str, plan: int
     assert repo.head.target != head  # the recovered pass was committed
     dirty = {path: flags for path, flags in repo.status().items() if not path.startswith(("data/", ".status"))}
     assert dirty == {}
+
+
+AGENT_LINE = "- A line an agent wrote while the compaction ran."
+TIERS = ("craft", "ops", "profile", "projects", "feedback")
+
+
+def tier_lines(root: Path) -> Counter[str]:
+    found: Counter[str] = Counter()
+    for tier in TIERS:
+        for path in (root / tier).rglob("*.md"):
+            found.update(line for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return found
+
+
+def test_a_chained_compaction_rolled_back_and_killed_mid_rollback_is_recovered(
+        pristine: Path, seams: list[int], tmp_path: Path) -> None:
+    """A writer edits a file the second plan has still to write; the pass stops there and rolls
+    back, and is SIGKILLed mid-rollback. The undo found the SPINE (written once, to be written
+    twice more) in neither state its last write knows, kept it as foreign, and refused to undo
+    anything: the rollback never reached its first file (the kill never came)."""
+    root = tmp_path / "store"
+    shutil.copytree(pristine, root, symlinks=True)
+    plan = compaction_plan.plan(take_snapshot(root), PreviewInputs(POLICY.limits, lambda: datetime.now(UTC)))
+    first = {op.path for step in plan.steps[:seams[0]] for op in step.ops}
+    target = next(op.path for step in plan.steps[seams[0] + 2:seams[1]] for op in step.ops
+                  if op.path not in first and op.path != "SPINE.md")
+    lines = tier_lines(root) + Counter([AGENT_LINE])
+    flag = tmp_path / "paused"
+    env = {**os.environ, "DISTILLD_PAUSE_AT": f"step-marked:{seams[0] + 1}", "DISTILLD_PAUSE_FILE": str(flag),
+           "DISTILLD_CRASH_AT": "file-restored:60"}
+    child = subprocess.Popen([sys.executable, "-m", "distilld", "compact", "--apply", str(root)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: flag.exists() or child.poll() is not None, 300, "the pass to pause in its second plan")
+        with (root / target).open("a", encoding="utf-8") as handle:
+            handle.write(AGENT_LINE + "\n")
+        flag.unlink()
+        _, err = child.communicate(timeout=300)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    assert child.returncode == -9, err  # killed at its 60th restored file
+    resumed = compact(root)
+    assert resumed.returncode in (0, 1), resumed.stdout + resumed.stderr
+    assert "an interrupted compaction was rolled back" in resumed.stdout
+    assert "not undone" not in resumed.stdout
+    assert not lines - tier_lines(root)
+    assert (root / target).read_text(encoding="utf-8").count(AGENT_LINE) == 1
+    assert subprocess.run([sys.executable, "-m", "distilld", "check", str(root)],
+                          capture_output=True).returncode == 0
+    assert interrupted_passes(root) == []
