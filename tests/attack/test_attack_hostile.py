@@ -83,7 +83,8 @@ def long_section(root: Path) -> None:
     body = "# Big\n\n## One section\n\n" + "".join(f"- line {n} of one long section, word w{n}\n" for n in range(2000))
     (root / "ops/big.md").write_text(f"---\ndomain: ops\nscope: big\nlast_updated: 2026-09-01\n---\n\n{body}")
     spine = root / "SPINE.md"
-    spine.write_text(spine.read_text().replace("## Ops\n", f"## Ops\n- [Big](ops/big.md) {EM} big. Read when big.\n", 1))
+    entry = f"- [Big](ops/big.md) {EM} big. Read when big.\n"
+    spine.write_text(spine.read_text().replace("## Ops\n", "## Ops\n" + entry, 1))
 
 
 def symlinked_tier_file(root: Path) -> None:

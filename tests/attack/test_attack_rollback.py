@@ -96,8 +96,8 @@ def test_a_file_changed_while_the_undo_runs_loses_no_moved_line(store: Path, wri
     before = tmp_path / "before"
     shutil.copytree(store, before)
     lines_before = tier_lines(store)
-    assert "split ops/deploy.md" in " ".join(
-        s.title for s in run_compaction(store, POLICY, lambda: NOW, apply=False).plan.steps[:2])  # type: ignore[union-attr]
+    preview = run_compaction(store, POLICY, lambda: NOW, apply=False).plan
+    assert preview is not None and "split ops/deploy.md" in " ".join(s.title for s in preview.steps[:2])
 
     report = run_compaction(store, POLICY, lambda: NOW, apply=True)
 
