@@ -300,6 +300,25 @@ def committed(store: Path, operation: str, policy_value: Any, wait: float = 0) -
         click.echo(f"distilld: note: {note}", err=True)
 
 
+def interrupted_pass(store: Path, operation: str, command: str) -> Exception:
+    """Ctrl-C during a journalled write pass (compact, a driven pass): the error that says what
+    it left and how it is finished, instead of a bare "interrupted"."""
+    from ..engine.recovery import interrupted_passes
+    from ..errors import DistilldError
+    from ..exits import INTERRUPTED
+
+    class PassInterrupted(DistilldError):
+        exit_code = INTERRUPTED
+
+    root = store.expanduser().resolve()
+    left = interrupted_passes(root) if root.is_dir() else []
+    if not left:
+        return PassInterrupted(f"interrupted: the {operation} left nothing unfinished (nothing of it is committed)")
+    return PassInterrupted(f"interrupted: the {operation} stopped part way; {left[0]} is unfinished and nothing of "
+                           f"it is committed. The next `distilld {command} --apply` (or any write pass, or the "
+                           "daemon's next one) finishes it first")
+
+
 def store_command(name: str | None = None) -> Callable[[F], click.Command]:
     """A command that takes the store both ways ([STORE] last among its arguments, or --store)
     and --policy after its name."""

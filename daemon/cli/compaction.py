@@ -8,6 +8,7 @@ from ._common import (
     chosen_mode,
     committed,
     emit_report,
+    interrupted_pass,
     json_option,
     mode_flag,
     now,
@@ -42,9 +43,12 @@ def compact(ctx: click.Context, wait: float, as_json: bool) -> None:
     if chosen_mode(ctx, "preview") == "apply":
         from ..runtime.compaction_report import describe_compaction
 
-        with committed(store, "compaction", the_policy, wait) as record:
-            report = compaction_action.run_compaction(store, the_policy, now, wait, apply=True)
-            record.subject, record.body = describe_compaction(report).commit_message()
+        try:
+            with committed(store, "compaction", the_policy, wait) as record:
+                report = compaction_action.run_compaction(store, the_policy, now, wait, apply=True)
+                record.subject, record.body = describe_compaction(report).commit_message()
+        except KeyboardInterrupt:
+            raise interrupted_pass(store, "compaction", "compact") from None
     else:
         report = compaction_action.run_compaction(store, the_policy, now, wait, apply=False)
     emit_report("compact", report, as_json, compaction_action.render_text, compaction_action.render_json)

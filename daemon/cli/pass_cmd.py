@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import chosen_mode, committed, emit_report, json_option, mode_flag, now, policy, store_command, store_path
+from ._common import (chosen_mode, committed, emit_report, interrupted_pass, json_option, mode_flag, now, policy,
+                      store_command, store_path)
 from .lifecycle_cmds import wait_option
 
 MODULE = "pass_cmd"
@@ -23,9 +24,12 @@ def driven_command(name: str, summary: str) -> click.Command:
         entry = pass_of_command(name)
         store, the_policy = store_path(ctx), policy(ctx)
         if chosen_mode(ctx, "preview") == "apply":
-            with committed(store, entry.name, the_policy, wait) as record:
-                report = driven_pass.run_driven_pass(store, entry, the_policy, now, wait, apply=True)
-                record.subject, record.body = report.commit_message()
+            try:
+                with committed(store, entry.name, the_policy, wait) as record:
+                    report = driven_pass.run_driven_pass(store, entry, the_policy, now, wait, apply=True)
+                    record.subject, record.body = report.commit_message()
+            except KeyboardInterrupt:
+                raise interrupted_pass(store, entry.name, name) from None
         else:
             report = driven_pass.run_driven_pass(store, entry, the_policy, now, wait, apply=False)
         emit_report(entry.name, report, as_json, driven_pass.render_text, driven_pass.render_json)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..crashpoints import crashpoint
+from ..errors import StoreRefused
 from ..store.findings import Finding, fail
 from ..store.lossless import check_c4
 from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
@@ -72,9 +73,14 @@ def _read(path: Path) -> bytes | None:
 
 
 def keep_previous_bytes(root: Path, steps: list[Step]) -> None:
-    """Give every planned write the bytes it replaces, so the journal can undo it."""
+    """Give every planned write the bytes it replaces, so the journal can undo it. A planned
+    removal is refused: the journal keeps no bytes of the file it takes, so a rollback could not
+    give it back (and would still undo the writes that held its lines elsewhere)."""
     current: dict[str, bytes | None] = {}
     for op in (op for step in steps for op in step.ops):
+        if isinstance(op, FileRemove):
+            raise StoreRefused(f"{root / op.path}: the plan removes this file, which only a rollback may do (the "
+                               "journal keeps no bytes to give it back); nothing was changed. Report the case")
         if isinstance(op, FileWrite):
             if op.path not in current:
                 current[op.path] = _read(root / op.path)
@@ -155,13 +161,20 @@ class _Undo:
 def _undo_plan(root: Path, journal: PassJournal) -> _Undo:
     writes = journal.writes()
     original: dict[str, str | None] = {}  # each path's checksum before the pass first wrote it
+    # what each write's path held at some point before it (its first bytes, or an earlier write's):
+    # a file in one of those states is not written that far yet (a path written three times, such
+    # as a chained compaction's SPINE, may hold the first write's bytes when the second is undone)
+    earlier: list[set[str | None]] = []
+    states: dict[str, set[str | None]] = {}
     for op in writes:
         original.setdefault(op.path, op.before)
+        earlier.append(set(states.setdefault(op.path, {op.before})))
+        states[op.path].add(op.after)
     current: dict[str, bytes | None] = {}
     seen: dict[str, str | None] = {}
     settled: set[str] = set()
     kept: list[str] = []
-    for op in reversed(writes):
+    for index, op in reversed(list(enumerate(writes))):
         if op.path not in current:
             current[op.path] = _read(root / op.path)
             seen[op.path] = None if current[op.path] is None else sha256_hex(current[op.path] or b"")
@@ -171,7 +184,7 @@ def _undo_plan(root: Path, journal: PassJournal) -> _Undo:
         if op.path in kept or op.path in settled or now is None and op.before is None:
             continue
         checksum = None if now is None else sha256_hex(now)
-        if checksum == op.before:
+        if checksum == op.before or checksum in earlier[index]:
             continue  # not written yet, or undone already
         if checksum != op.after or op.before is not None and op.previous is None:
             kept.append(op.path)  # changed since (or an older journal without the bytes): keep it
@@ -235,8 +248,9 @@ def roll_back(ctx: PassContext, journal: PassJournal, run: JournalRun, reason: s
                                f"since: {lost[0].message}")
             journal.finish()
             return
-        changed_meanwhile: list[str] = []
-        for path, data in undo.give.items():
+        order = list(undo.give)
+        stopped: int | None = None
+        for index, (path, data) in enumerate(undo.give.items()):
             before = undo.seen[path]
             op: FileWrite | FileRemove = FileRemove(path, before or "") if data is None else FileWrite(path, before, data)
             if data is None and before is None:
@@ -244,15 +258,17 @@ def roll_back(ctx: PassContext, journal: PassJournal, run: JournalRun, reason: s
             try:
                 executor.carry_out(op)
             except PlanStopped:
-                changed_meanwhile.append(path)
-                continue
+                # The rest of this undo was planned (and checked for lost lines) with that file as
+                # it was: undoing on would remove a split child whose parent is now kept. Plan again.
+                stopped = index
+                break
             run.restored.append(path)
             crashpoint("file-restored")
             ctx.heartbeat()
-        if not changed_meanwhile:
+        if stopped is None:
             break
         if attempt + 1 == UNDO_ATTEMPTS:
-            run.kept = sorted(set(run.kept) | set(changed_meanwhile))
+            run.kept = sorted(set(run.kept) | set(order[stopped:]))
     journal.finish(rolled_back=True)
 
 

@@ -19,7 +19,7 @@ from ..store.ledger import LEDGER_HEADER, Ledger, ledger_stamp
 from ..store.paths import CATALOG, LEDGER, SPINE
 from ..store.snapshot import Snapshot, planned_snapshot
 from .context import PassContext
-from .executor import FileMove, FileWrite, FrontmatterEdit, LedgerAppend, SpineEdit, Step, TwinAppend
+from .executor import FileMove, FileRemove, FileWrite, FrontmatterEdit, LedgerAppend, SpineEdit, Step, TwinAppend
 
 
 def planned_files(before: Snapshot, steps: list[Step], now_stamp: str) -> dict[str, bytes]:
@@ -28,6 +28,8 @@ def planned_files(before: Snapshot, steps: list[Step], now_stamp: str) -> dict[s
     for op in (op for step in steps for op in step.ops):
         if isinstance(op, FileWrite):
             files[op.path] = op.data
+        elif isinstance(op, FileRemove):
+            files.pop(op.path, None)
         elif isinstance(op, FileMove):
             if op.source in files:
                 files[op.target] = files.pop(op.source)

@@ -151,8 +151,27 @@ def load_journal(path: Path, pass_name: str) -> PassJournal:
                                 f"{path.parent.name}/ after checking the store, then run the pass again") from None
 
 
+# A journal's finished line is its last and is short: this much of its tail holds it whole.
+_TAIL_BYTES = 256
+
+
+def closed(path: Path) -> bool:
+    """Does the journal end with its finished line? Read from its tail only: a finished journal's
+    first line holds every byte its pass wrote (megabytes for a big compaction), finished journals
+    are never deleted, and every job asks for the unfinished ones."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, handle.seek(0, 2) - _TAIL_BYTES))
+            tail = whole_lines(handle.read())
+        event = json.loads(tail.rstrip(b"\n").rpartition(b"\n")[2])
+    except (OSError, ValueError):
+        return False  # read whole, and said unreadable there if it is
+    return isinstance(event, dict) and event.get("finished") is True
+
+
 def unfinished_journals(directory: Path, pass_name: str) -> list[PassJournal]:
     if not directory.is_dir():
         return []
-    journals = [load_journal(p, pass_name) for p in sorted(directory.glob("*.jsonl"), key=journal_order)]
+    journals = [load_journal(p, pass_name) for p in sorted(directory.glob("*.jsonl"), key=journal_order)
+                if not closed(p)]
     return [j for j in journals if not j.finished]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ....errors import StoreRefused
+from ....store.paths import SPINE
 from ....store.snapshot import Snapshot
 from ...apply import JournalRun
 from ...context import PassContext
@@ -33,6 +34,13 @@ class CompactionRefused(StoreRefused):
 def refuse_unless_compaction_allowed(snapshot: Snapshot) -> None:
     refuse_unless_settled(snapshot, CompactionRefused, "before compacting", "its compaction is part of the "
                           "migration: run `distilld migrate` (preview) and then `distilld migrate --apply`")
+    if snapshot.spine is not None and not snapshot.spine.pointer_list and snapshot.tier_paths:
+        # an emptied SPINE (an editor's crash, a bad merge) is not an index to compact: the pass would
+        # write one that points at its split children only, and `check` would no longer say why
+        # every other file lacks its pointer
+        raise CompactionRefused(f"{snapshot.root / SPINE} points at no file (empty or unreadable) while the store "
+                                f"has {len(snapshot.tier_paths)} tier files; nothing was changed. Give it back its "
+                                "entries (from git: `git checkout -- SPINE.md`, or a backup), then compact")
 
 
 def compaction_journals(root: Path) -> list[PassJournal]:
