@@ -304,19 +304,60 @@ def interrupted_pass(store: Path, operation: str, command: str) -> Exception:
     """Ctrl-C during a journalled write pass (compact, a driven pass): the error that says what
     it left and how it is finished, instead of a bare "interrupted"."""
     from ..engine.recovery import interrupted_passes
+
+    root = store.expanduser().resolve()
+    left = interrupted_passes(root) if root.is_dir() else []
+    if not left:
+        return _interrupted(f"interrupted: the {operation} left nothing unfinished (nothing of it is committed)")
+    return _interrupted(f"interrupted: the {operation} stopped part way; {left[0]} is unfinished and nothing of "
+                        f"it is committed. The next `distilld {command} --apply` (or any write pass, or the "
+                        "daemon's next one) finishes it first")
+
+
+def _interrupted(message: str) -> Exception:
     from ..errors import DistilldError
     from ..exits import INTERRUPTED
 
     class PassInterrupted(DistilldError):
         exit_code = INTERRUPTED
 
-    root = store.expanduser().resolve()
-    left = interrupted_passes(root) if root.is_dir() else []
-    if not left:
-        return PassInterrupted(f"interrupted: the {operation} left nothing unfinished (nothing of it is committed)")
-    return PassInterrupted(f"interrupted: the {operation} stopped part way; {left[0]} is unfinished and nothing of "
-                           f"it is committed. The next `distilld {command} --apply` (or any write pass, or the "
-                           "daemon's next one) finishes it first")
+    return PassInterrupted(message)
+
+
+@contextmanager
+def stopped_by_ctrl_c(store: Path, operation: str, command: str) -> Iterator[None]:
+    """A write pass that rolls back, run from the command line: the first Ctrl-C asks it to stop
+    at its next boundary, as the daemon's SIGTERM does, and what it wrote is undone (the store as
+    it was, exit 130). A second Ctrl-C stops it at once; its journal then says what is left, and
+    the next write pass finishes it."""
+    import signal
+    import threading
+
+    from ..engine.cancel import PassStopped, stoppable
+
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        yield  # signal handlers belong to the main thread; a background job ignores Ctrl-C
+        return
+    asked = threading.Event()
+
+    def on_ctrl_c(signum: int, frame: object) -> None:
+        if asked.is_set():
+            raise KeyboardInterrupt
+        asked.set()
+        click.echo(f"distilld: stopping the {operation} at its next step; what it wrote is undone "
+                   "(Ctrl-C again to stop at once)", err=True)
+
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        with stoppable(asked.is_set):
+            yield
+    except PassStopped as stopped:
+        raise _interrupted(f"interrupted: {stopped}") from None
+    except KeyboardInterrupt:
+        raise interrupted_pass(store, operation, command) from None
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def store_command(name: str | None = None) -> Callable[[F], click.Command]:

@@ -8,12 +8,12 @@ from ._common import (
     chosen_mode,
     committed,
     emit_report,
-    interrupted_pass,
     json_option,
     mode_flag,
     now,
     policy,
     progress_on_terminal,
+    stopped_by_ctrl_c,
     store_command,
     store_path,
 )
@@ -43,12 +43,9 @@ def compact(ctx: click.Context, wait: float, as_json: bool) -> None:
     if chosen_mode(ctx, "preview") == "apply":
         from ..runtime.compaction_report import describe_compaction
 
-        try:
-            with committed(store, "compaction", the_policy, wait) as record:
-                report = compaction_action.run_compaction(store, the_policy, now, wait, apply=True)
-                record.subject, record.body = describe_compaction(report).commit_message()
-        except KeyboardInterrupt:
-            raise interrupted_pass(store, "compaction", "compact") from None
+        with stopped_by_ctrl_c(store, "compaction", "compact"), committed(store, "compaction", the_policy, wait) as record:
+            report = compaction_action.run_compaction(store, the_policy, now, wait, apply=True)
+            record.subject, record.body = describe_compaction(report).commit_message()
     else:
         report = compaction_action.run_compaction(store, the_policy, now, wait, apply=False)
     emit_report("compact", report, as_json, compaction_action.render_text, compaction_action.render_json)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import (chosen_mode, committed, emit_report, interrupted_pass, json_option, mode_flag, now, policy,
-                      store_command, store_path)
+from ._common import (chosen_mode, committed, emit_report, json_option, mode_flag, now, policy,
+                      stopped_by_ctrl_c, store_command, store_path)
 from .lifecycle_cmds import wait_option
 
 MODULE = "pass_cmd"
@@ -24,12 +24,9 @@ def driven_command(name: str, summary: str) -> click.Command:
         entry = pass_of_command(name)
         store, the_policy = store_path(ctx), policy(ctx)
         if chosen_mode(ctx, "preview") == "apply":
-            try:
-                with committed(store, entry.name, the_policy, wait) as record:
-                    report = driven_pass.run_driven_pass(store, entry, the_policy, now, wait, apply=True)
-                    record.subject, record.body = report.commit_message()
-            except KeyboardInterrupt:
-                raise interrupted_pass(store, entry.name, name) from None
+            with stopped_by_ctrl_c(store, entry.name, name), committed(store, entry.name, the_policy, wait) as record:
+                report = driven_pass.run_driven_pass(store, entry, the_policy, now, wait, apply=True)
+                record.subject, record.body = report.commit_message()
         else:
             report = driven_pass.run_driven_pass(store, entry, the_policy, now, wait, apply=False)
         emit_report(entry.name, report, as_json, driven_pass.render_text, driven_pass.render_json)
