@@ -64,6 +64,8 @@ def test_every_registered_pass_conforms(entry: registry.PassEntry, tmp_path: Pat
 @pytest.mark.parametrize("job", registry.JOBS, ids=lambda job: job.name)
 def test_every_job_runs_something_and_its_schedule_setting_exists(job: registry.JobEntry) -> None:
     assert callable(job_function(job.name))
+    if job.runs is None:  # the pass driver runs it: the job must belong to a pass with a planner
+        assert registry.pass_of_job(job.name).planner is not None, job.name
     if job.schedule is not None:
         assert job.schedule in ScheduleSettings.model_fields
         assert isinstance(getattr(ScheduleSettings(), job.schedule), int)
