@@ -158,8 +158,8 @@ def topical_pairs(entries: list[SpineEntry], count: int) -> list[tuple[SpineEntr
     entries = entries[:PAIRED]  # every pair is scored: a bloated SPINE's first entries say enough
     words = [topic_words(e.joined) for e in entries]
     overlap = TopicOverlap(words)
-    scored = sorted(((overlap.score(words[i], words[j]), i, j) for i in range(len(entries))
-                     for j in range(i + 1, len(entries))), key=lambda s: (-s[0], s[1], s[2]))
+    scored = sorted(((overlap.score(words[i], words[j]), i, j) for i, j in _sharing_pairs(words, overlap)),
+                    key=lambda s: (-s[0], s[1], s[2]))
     used: set[int] = set()
     out: list[tuple[SpineEntry, SpineEntry, list[str]]] = []
     for score, i, j in scored:
@@ -170,3 +170,14 @@ def topical_pairs(entries: list[SpineEntry], count: int) -> list[tuple[SpineEntr
         used |= {i, j}
         out.append((entries[i], entries[j], overlap.shared(words[i], words[j])))
     return out
+
+
+def _sharing_pairs(words: list[frozenset[str]], overlap: TopicOverlap) -> set[tuple[int, int]]:
+    """The pairs (i < j) of entries that share a word with a weight: only those can score above
+    0, so only those are scored (a word is held by few entries, or it has no weight)."""
+    holders: dict[str, list[int]] = {}
+    for index, held in enumerate(words):
+        for word in held:
+            if word in overlap.weight:
+                holders.setdefault(word, []).append(index)
+    return {(one, two) for ids in holders.values() for at, one in enumerate(ids) for two in ids[at + 1:]}

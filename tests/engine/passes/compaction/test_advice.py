@@ -78,3 +78,39 @@ def test_cap_failures_name_every_failing_file_once_with_its_reason(tmp_path: Pat
     assert failure.path == "craft/note-1.md" and len(failure.problems) == 2  # the line cap and the byte cap
     [why] = failure.why
     assert "with no place to cut" in why and "`oversize:` would not help" in why
+
+
+def every_pair_scored(entries: list, count: int) -> list:
+    """The plain reference: every pair of the first entries scored, best first."""
+    from distilld.engine.passes.compaction.advice import PAIRED
+    from distilld.store.topics import TopicOverlap, topic_words
+
+    entries = entries[:PAIRED]
+    words = [topic_words(e.joined) for e in entries]
+    overlap = TopicOverlap(words)
+    scored = sorted(((overlap.score(words[i], words[j]), i, j) for i in range(len(entries))
+                     for j in range(i + 1, len(entries))), key=lambda s: (-s[0], s[1], s[2]))
+    used: set[int] = set()
+    out = []
+    for score, i, j in scored:
+        if score <= 0 or len(out) == count:
+            break
+        if i not in used and j not in used:
+            used |= {i, j}
+            out.append((entries[i].line_index, entries[j].line_index, overlap.shared(words[i], words[j])))
+    return out
+
+
+def test_merge_suggestions_equal_those_of_scoring_every_pair() -> None:
+    import random
+
+    from distilld.engine.passes.compaction.advice import topical_pairs
+
+    vocabulary = [f"w{n:03d}" for n in range(400)] + ["read", "rules", "project", "sqlite", "tmux", "rust"]
+    for seed in range(40):
+        rng = random.Random(seed)
+        lines = [short(n, " " + " ".join(rng.choices(vocabulary, k=rng.randint(0, 8)))) for n in range(rng.randint(2, 340))]
+        entries = [e for e in spine(lines).entries if not e.is_catalog_line]
+        for count in (1, 5, 200):
+            made = [(one.line_index, two.line_index, words) for one, two, words in topical_pairs(entries, count)]
+            assert made == every_pair_scored(entries, count), (seed, count)
