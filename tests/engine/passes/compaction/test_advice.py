@@ -109,7 +109,8 @@ def test_merge_suggestions_equal_those_of_scoring_every_pair() -> None:
     vocabulary = [f"w{n:03d}" for n in range(400)] + ["read", "rules", "project", "sqlite", "tmux", "rust"]
     for seed in range(40):
         rng = random.Random(seed)
-        lines = [short(n, " " + " ".join(rng.choices(vocabulary, k=rng.randint(0, 8)))) for n in range(rng.randint(2, 340))]
+        lines = [short(n, " " + " ".join(rng.choices(vocabulary, k=rng.randint(0, 8))))
+                 for n in range(rng.randint(2, 340))]
         entries = [e for e in spine(lines).entries if not e.is_catalog_line]
         for count in (1, 5, 200):
             made = [(one.line_index, two.line_index, words) for one, two, words in topical_pairs(entries, count)]
