@@ -6,10 +6,12 @@ store is built from scratch in a test's tmp_path; nothing touches a real store.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
 from distilld.store.catalog import render_catalog
+from distilld.store.paths import TIERS
 from distilld.store.snapshot import take_snapshot
 from distilld.store.text import sha256_hex, sha256_norm_hex
 
@@ -161,3 +163,15 @@ def healthy_store(root: Path) -> StoreBuilder:
     ])
     b.rebuild_catalog()
     return b
+
+
+def tier_lines(root: Path) -> Counter[str]:
+    """Every non-blank line of every live tier file (C4-style multiset, frontmatter included);
+    undecodable bytes are replaced, so a hostile store is counted too."""
+    found: Counter[str] = Counter()
+    for tier in TIERS:
+        for path in (root / tier).rglob("*.md"):
+            if path.exists():
+                text = path.read_bytes().decode("utf-8", "replace")
+                found.update(line for line in text.splitlines() if line.strip())
+    return found

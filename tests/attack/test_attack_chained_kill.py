@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
+from builders import tier_lines
 from waiting import wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -126,15 +127,6 @@ def test_a_kill_at_a_seam_of_the_chain_is_recovered_exactly(name: str, plan: int
 
 
 AGENT_LINE = "- A line an agent wrote while the compaction ran."
-TIERS = ("craft", "ops", "profile", "projects", "feedback")
-
-
-def tier_lines(root: Path) -> Counter[str]:
-    found: Counter[str] = Counter()
-    for tier in TIERS:
-        for path in (root / tier).rglob("*.md"):
-            found.update(line for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-    return found
 
 
 def test_a_chained_compaction_rolled_back_and_killed_mid_rollback_is_recovered(

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from builders import EM
+from builders import EM, tier_lines
 from maintenance_fixtures import long_file, migrated_store_over_targets
 
 from distilld.actions.compaction import preview_compaction, run_compaction
@@ -25,16 +24,6 @@ from distilld.store.snapshot import take_snapshot
 
 POLICY = load_policy()
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
-TIERS = ("craft", "ops", "profile", "projects", "feedback")
-
-
-def tier_lines(root: Path) -> Counter[str]:
-    found: Counter[str] = Counter()
-    for tier in TIERS:
-        for path in (root / tier).rglob("*.md"):
-            if path.exists():
-                found.update(line for line in path.read_bytes().decode("utf-8", "replace").splitlines() if line.strip())
-    return found
 
 
 def failing(root: Path) -> set[str]:

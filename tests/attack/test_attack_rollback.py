@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from builders import tier_lines
 from maintenance_fixtures import migrated_store_over_targets
 
 from distilld.actions.compaction import run_compaction
@@ -31,16 +32,6 @@ POLICY = load_policy()
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 AGENT_LINE = "- An agent learned meanwhile: the blue-green switch needs the health probe first."
 UNDO_LINE = "- Another agent wrote this while the rollback ran: canaries take ten minutes."
-TIERS = ("craft", "ops", "profile", "projects", "feedback")
-
-
-def tier_lines(root: Path) -> Counter[str]:
-    """Every non-blank line of every live tier file (C4-style multiset, frontmatter included)."""
-    found: Counter[str] = Counter()
-    for tier in TIERS:
-        for path in (root / tier).rglob("*.md"):
-            found.update(line for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-    return found
 
 
 def append(path: Path, line: str) -> None:
