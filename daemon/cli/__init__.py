@@ -36,9 +36,8 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
                           "and their margins, the lock, git, the service, and what is stuck. Exit 0 if it runs, "
                           "3 if not.")),
     "log": ("daemon", "Show the activity log: one plain line per thing the daemon did or waited for."),
-    "run-now": ("daemon", ("Ask the running daemon to run JOB now (follow, sync, compaction, lifecycle, "
-                           "reconcile or report; default: follow, sync, compaction and lifecycle). A sync asked for "
-                           "this way runs at once, whatever the backoff.")),
+    "run-now": ("daemon", ("Ask the running daemon to run JOB now, or the jobs `run --once` runs. A sync asked "
+                           "for this way runs at once, whatever the backoff.")),
     "pause": ("daemon", "Pause the running daemon: no pass starts (changes are still followed) until `resume`."),
     "resume": ("daemon", "Resume a paused daemon; it catches up on what changed meanwhile."),
     "config": ("config", "Show, check or locate the machine-local settings (never kept in the store)."),

@@ -142,7 +142,16 @@ def _looks_like_a_store(word: str) -> bool:
     return "/" in word or word.startswith(("~", ".")) or Path(word).exists()
 
 
-@click.command("run-now")
+def _run_now_help() -> str:
+    """run-now's help, its jobs named from the one table of jobs (importing it loads nothing)."""
+    from ..registry import default_jobs, job_names
+
+    return ("Ask the running daemon to run JOB now, or the jobs `run --once` runs. A sync asked for this "
+            f"way runs at once, whatever the backoff.\n\nJOB is one of {', '.join(job_names())}. "
+            f"Without a JOB: {', '.join(default_jobs())}, in that order.")
+
+
+@click.command("run-now", help=_run_now_help())
 @click.argument("words", nargs=-1, metavar="[JOB] [STORE]")  # as typed: ./x and x differ here
 @click.option("--store", "store_option", type=click.Path(path_type=Path, readable=False),
               help="The store's folder (the same as STORE). Default: $DISTILLD_STORE, the config file's "
@@ -151,9 +160,6 @@ def _looks_like_a_store(word: str) -> bool:
 @click.pass_context
 def run_now(ctx: click.Context, words: tuple[str, ...], store_option: Path | None,
             config_path: Path | None) -> None:
-    """Ask the running daemon to run JOB now (follow, sync, compaction, lifecycle, reconcile or
-    report; default: follow, sync, compaction and lifecycle). A sync asked for this way runs at
-    once, whatever the backoff."""
     from ..registry import job_names
 
     jobs = job_names()
