@@ -70,6 +70,10 @@ def test_every_job_runs_something_and_its_schedule_setting_exists(job: registry.
         assert job.schedule in ScheduleSettings.model_fields
         assert isinstance(getattr(ScheduleSettings(), job.schedule), int)
     assert job.name in registry.status_order()
+    run_now_help = " ".join(CliRunner().invoke(cli, ["run-now", "--help"]).output.split())
+    assert f" {job.name}" in run_now_help.partition("JOB is one of")[2].partition(".")[0], run_now_help
+    assert (f" {job.name}" in run_now_help.partition("Without a JOB:")[2].partition(" in that order")[0]) \
+        == job.by_default
 
 
 def test_the_tables_the_daemon_and_the_cli_read_are_the_registry() -> None:
