@@ -23,7 +23,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from .watcher import NOISE_EVENTS
+from .watcher import CHANGE_EVENTS
 
 KEPT_PATHS = 256  # beyond this many changed paths, checking every file is as cheap
 
@@ -33,10 +33,6 @@ class _Counting(FileSystemEventHandler):
         self._counter = counter
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in NOISE_EVENTS:  # reading a file changes nothing
-            return
-        if event.is_directory and event.event_type == "modified":
-            return  # a folder's mtime: the events of the files in it say what changed
         paths = [event.src_path, getattr(event, "dest_path", "") or ""]
         self._counter.bump([p for p in paths if p] if not event.is_directory else None)
 
@@ -76,7 +72,8 @@ class ChangeCounter:
     def start(self) -> ChangeCounter:
         observer = Observer()
         try:
-            observer.schedule(_Counting(self), str(self.root), recursive=True)
+            observer.schedule(_Counting(self), str(self.root), recursive=True,
+                              event_filter=CHANGE_EVENTS)
             observer.start()
         except (OSError, RuntimeError):  # no inotify watch left, say: the reader checks every file
             return self

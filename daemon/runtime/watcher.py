@@ -26,7 +26,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
@@ -35,7 +46,14 @@ from ..log import get_logger, utc_stamp
 from .debounce import Debouncer
 from .watch_paths import Signature, classify, signature
 
-NOISE_EVENTS = frozenset({"opened", "closed_no_write"})
+# The events that say something changed, the only ones asked of the kernel. A read (opened,
+# closed without writing) or a folder's mtime says nothing the file events beside it do not; the
+# daemon's own scans open folders and files, and each such event crossed into watchdog's thread
+# only to be dropped there.
+CHANGE_EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent, DirCreatedEvent, FileModifiedEvent, FileClosedEvent,
+    FileDeletedEvent, DirDeletedEvent, FileMovedEvent, DirMovedEvent,
+]
 OWN_WRITE_MARGIN = 0.02  # seconds: file mtimes lag the wall clock by up to a kernel tick
 
 log = get_logger("distilld.watcher")
@@ -127,7 +145,8 @@ class StoreWatcher:
         if self.mode != "polling":
             observer: BaseObserver = Observer(timeout=self.observer_timeout)
             try:
-                observer.schedule(_Handler(self), self._root_str, recursive=True)
+                observer.schedule(_Handler(self), self._root_str, recursive=True,
+                                  event_filter=CHANGE_EVENTS)
                 observer.start()
                 self.health.mode, self.health.note = "native", None
                 return observer
@@ -141,7 +160,8 @@ class StoreWatcher:
                                     "max_user_instances to get them back")
                 log.warning("watcher.limit_reached", error=str(error))
         observer = PollingObserver(timeout=self.polling_interval)
-        observer.schedule(_Handler(self), self._root_str, recursive=True)
+        observer.schedule(_Handler(self), self._root_str, recursive=True,
+                          event_filter=CHANGE_EVENTS)
         observer.start()
         self.health.mode = "polling"
         return observer
@@ -211,10 +231,6 @@ class StoreWatcher:
         return os.path.relpath(text, self._root_str)
 
     def _on_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in NOISE_EVENTS:
-            return
-        if event.event_type == "modified" and event.is_directory:
-            return  # a folder's mtime: the file events beside it say what changed
         sources = [event.src_path]
         if getattr(event, "dest_path", ""):
             sources.append(event.dest_path)  # an atomic save: tmp -> x.md counts by its target

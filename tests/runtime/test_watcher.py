@@ -202,6 +202,33 @@ def test_ignored_paths_never_trigger(watched: tuple[StoreWatcher, Recorder], sto
     assert recorder.batches == [({"projects/sentinel.md"}, False)]
 
 
+def test_reading_the_store_sends_no_event_to_the_handler(watched: tuple[StoreWatcher, Recorder], store: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads and folder listings (the daemon's own scans do both, of every folder) are not asked
+    of the kernel at all: only the write below reaches the handler."""
+    watcher, recorder = watched
+    seen: list[tuple[str, bool]] = []
+    original = watcher._on_event
+
+    def recording(event: object) -> None:
+        seen.append((event.event_type, event.is_directory))  # type: ignore[attr-defined]
+        original(event)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(watcher, "_on_event", recording)
+    (store / "projects" / "read-me.md").write_text("some knowledge\n")
+    wait_for(lambda: recorder.batches, 10, "the first write's batch")
+    seen.clear()
+    for _ in range(20):
+        for path in sorted(store.rglob("*")):  # lists every folder
+            if path.is_file():
+                path.read_bytes()
+    (store / "projects" / "sentinel.md").write_text("last\n")  # events arrive in order
+    wait_for(lambda: any("projects/sentinel.md" in batch for batch, _ in recorder.batches), 10,
+             "the sentinel's batch")
+    assert {kind for kind, _ in seen} <= {"created", "modified", "closed"}, seen
+    assert not any(is_directory for _, is_directory in seen), seen
+
+
 def test_atomic_save_counts_by_its_target(watched: tuple[StoreWatcher, Recorder], store: Path) -> None:
     _, recorder = watched
     temp = store / "projects" / "x.md.tmp"
