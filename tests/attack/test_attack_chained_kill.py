@@ -69,10 +69,10 @@ def seams(pristine: Path) -> list[int]:
     found: list[int] = []
     chained = compaction_plan._chained
 
-    def counting(first: compaction_plan.CompactionPlan, then: compaction_plan.CompactionPlan
-                 ) -> compaction_plan.CompactionPlan:
+    def counting(first: compaction_plan.CompactionPlan, then: compaction_plan.CompactionPlan,
+                 read: set[str]) -> compaction_plan.CompactionPlan:
         found.append(len(first.steps))
-        return chained(first, then)
+        return chained(first, then, read)
 
     compaction_plan._chained = counting  # type: ignore[assignment]
     try:

@@ -221,6 +221,7 @@ def plan_compaction(files: dict[str, bytes], limits: Limits, today: str,
     pointers that costs would keep the SPINE over a hard cap: then they end at the caps.
     """
     plan = _best_plan(files, limits, today, catalog_line, unpointed)
+    read = {entry.joined for entry in Spine(files.get(SPINE, b"")).entries}
     for _ in range(SETTLE_PLANS):
         if not plan.steps:
             break
@@ -228,7 +229,7 @@ def plan_compaction(files: dict[str, bytes], limits: Limits, today: str,
         more = _best_plan(after, limits, today, None, None)
         if not more.steps:
             break
-        plan = _chained(plan, more)
+        plan = _chained(plan, more, read)
     return plan
 
 
@@ -246,15 +247,18 @@ def _best_plan(files: dict[str, bytes], limits: Limits, today: str, catalog_line
     return plan
 
 
-def _chained(first: CompactionPlan, then: CompactionPlan) -> CompactionPlan:
+def _chained(first: CompactionPlan, then: CompactionPlan, read: set[str]) -> CompactionPlan:
     """``first`` carried out, then ``then`` (planned from the store ``first`` leaves): one plan
     whose steps run in order, with what the last says of the store it leaves. An entry both
-    changed is one change, from its first line to its last."""
+    changed is one change, from its first line to its last. ``read``: the entries of the SPINE
+    the chain started from; an entry an earlier plan made is new to the reader however a later
+    plan changes it, so it is reported as a new entry is (not at all), never as shortened."""
     changes = list(first.changes)
     for change in then.changes:
         earlier = next((i for i, c in enumerate(changes) if c.after and c.after == change.before), None)
         if earlier is None:
-            changes.append(change)
+            if change.before in read:
+                changes.append(change)
         else:
             changes[earlier] = replace(change, before=changes[earlier].before, target=changes[earlier].target,
                                        kind="merged" if "merged" in (changes[earlier].kind, change.kind)

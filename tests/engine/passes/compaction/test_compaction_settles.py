@@ -59,3 +59,18 @@ def test_a_compaction_after_a_compaction_has_nothing_to_do(tmp_path: Path) -> No
     report = run_compaction(root, POLICY, lambda: NOW, apply=True)
     assert report.pass_ok and report.plan is not None and report.plan.steps
     assert [step.title for step in preview_compaction(root, POLICY, NOW).plan.steps] == []  # type: ignore[union-attr]
+
+
+def test_a_chained_plan_reports_an_entry_an_earlier_plan_made_as_new_not_as_shortened() -> None:
+    from distilld.engine.passes.compaction.plan import CompactionPlan, EntryChange, _chained
+
+    first = CompactionPlan(changes=[EntryChange("cut", ["craft/a.md"], "A as read", "A cut", "craft/a.md")])
+    then = CompactionPlan(changes=[
+        EntryChange("cut", ["craft/a.md"], "A cut", "A cut again", "craft/a.md"),  # the same entry, again
+        EntryChange("merged", ["craft/b.md"], "B as read", "B merged", "craft/b.md"),  # untouched by the first
+        EntryChange("cut", ["craft/a-2.md"], "the first plan's new entry", "it cut", "craft/a-2.md"),
+    ])
+    chained = _chained(first, then, {"A as read", "B as read"})
+    assert [(c.kind, c.before, c.after) for c in chained.changes] == [
+        ("cut", "A as read", "A cut again"), ("merged", "B as read", "B merged")]
+    assert len(chained.cut) == 1  # what "entries shortened" counts
