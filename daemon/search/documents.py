@@ -82,7 +82,9 @@ def binding_rules(lines: list[str]) -> list[str]:
 
 def _split_body(lines: list[str]) -> tuple[list[str], list[str], list[str]]:
     """(headings, body lines, index-detail lines)."""
-    headings, body, detail = [], [], []
+    headings: list[str] = []
+    body: list[str] = []
+    detail: list[str] = []
     in_detail = False
     for line in lines:
         heading = HEADING_RE.match(line)

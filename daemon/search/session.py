@@ -142,10 +142,12 @@ class SearchIndex:
         and SPINE.md's and CATALOG.md's are checked (every add, removal, rename or atomic save
         moves one), and an edit in place of a tier file is seen within ``recheck_after``."""
         seen = self.changes() if self.changes is not None else None
-        watched = self._last is not None and seen is not None \
+        last = self._last
+        watched = last is not None and seen is not None \
             and time.monotonic() - self._scanned_at < WATCHED_RECHECK_SECONDS
-        if watched and seen == self._changes_seen and self._same_file() and self._unchanged_meta(self._last):
-            return self._last
+        if watched and last is not None and seen == self._changes_seen and self._same_file() \
+                and self._unchanged_meta(last):
+            return last
         # Without a watch, folder stamps stand in for a full check for ``recheck_after``; a watch
         # that saw a change knows better (an edit in place moves no folder's stamp).
         if seen is None and self._last is not None and time.monotonic() - self._checked_at < self.recheck_after \

@@ -19,12 +19,20 @@ triggers, together.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Protocol, cast
 
 from .hook_clauses import split_clauses
 from .text import byte_len, distinct_words
+
+
+class WordWeights(Protocol):
+    """What a word is worth to a reader: a plain dict of them, or the store's findability
+    weights (compaction/findability.py); an empty one counts every word alike."""
+
+    def get(self, word: str, default: float, /) -> float: ...
 
 READ_RE = re.compile(r"^(?:Read|Consult|Use|Open|Check|Load)\b")
 MARKER_RE = re.compile(
@@ -107,7 +115,7 @@ def trigger_of(read: str) -> str:
     return ", ".join(dict.fromkeys(phrases))
 
 
-def _value(text: str, weights: Mapping[str, float]) -> float:
+def _value(text: str, weights: WordWeights) -> float:
     """What a text is worth to a reader (every word alike when no weights are known)."""
     words = distinct_words(text)
     return sum(weights.get(w, 0.0) for w in words) if weights else float(len(words))
@@ -119,7 +127,7 @@ def _render(chosen: dict[tuple[int, int], str], units: list[tuple[tuple[int, int
         if key in chosen:
             parts.append((chosen[key], unit.end))
     parts += [(extra, ";") for extra in extras]
-    out = []
+    out: list[str] = []
     for number, (text, end) in enumerate(parts):
         last = number == len(parts) - 1
         if (number == 0 or out[-1].endswith(".")) and text[:1].isascii() and text[:1].islower():
@@ -130,16 +138,16 @@ def _render(chosen: dict[tuple[int, int], str], units: list[tuple[tuple[int, int
     return " ".join(out)
 
 
-def readable_hook(hooks: Sequence[str], limit: int, weights: Mapping[str, float],
+def readable_hook(hooks: Sequence[str], limit: int, weights: WordWeights,
                   must_keep: tuple[str, ...] = ()) -> str:
     """See ``_readable_hook``; cached when ``weights`` is hashable (findability.Weights is)."""
     if type(weights).__hash__ is None:
         return _readable_hook.__wrapped__(tuple(hooks), limit, weights, must_keep)
-    return _readable_hook(tuple(hooks), limit, weights, must_keep)
+    return _readable_hook(tuple(hooks), limit, cast(Hashable, weights), must_keep)
 
 
 @lru_cache(maxsize=65536)
-def _readable_hook(hooks: tuple[str, ...], limit: int, weights: Mapping[str, float],
+def _readable_hook(hooks: tuple[str, ...], limit: int, weights: WordWeights,
                    must_keep: tuple[str, ...]) -> str:
     """One hook of at most ``limit`` bytes for the line of ``hooks`` (see the module docstring).
     Only markers, links and ``must_keep`` words can make it longer than ``limit``."""
@@ -185,7 +193,7 @@ def _readable_hook(hooks: tuple[str, ...], limit: int, weights: Mapping[str, flo
 
 
 def _fill(chosen: dict[tuple[int, int], str], units: list[tuple[tuple[int, int], Unit]], extras: list[str],
-          read: str, limit: int, weights: Mapping[str, float]) -> None:
+          read: str, limit: int, weights: WordWeights) -> None:
     """Add units (or longer forms of them) by what they add per byte, while they fit. A part
     costs its bytes, its delimiter and a space."""
     priced = {form: [(w, weights.get(w, 0.0) if weights else 1.0) for w in distinct_words(form)]

@@ -10,8 +10,11 @@ entry being cut to one length.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+Key = TypeVar("Key", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class Rung:
     text: str | None  # None: the entry as it is
 
 
-def allocate(ladders: dict[Hashable, Sequence[Rung]], other_bytes: int, goal: int) -> dict[Hashable, int]:
+def allocate(ladders: Mapping[Key, Sequence[Rung]], other_bytes: int, goal: int) -> dict[Key, int]:
     """The rung each entry takes so that ``other_bytes`` plus the entries' sizes stays within
     ``goal`` where it can (all lowest rungs when it cannot), with the most value."""
     top = {key: len(ladder) - 1 for key, ladder in ladders.items()}
@@ -30,7 +33,7 @@ def allocate(ladders: dict[Hashable, Sequence[Rung]], other_bytes: int, goal: in
     chosen = {key: 0 for key in ladders}
     total = other_bytes + sum(ladder[0].size for ladder in ladders.values())
     while True:
-        best: tuple[float, Hashable, int] | None = None
+        best: tuple[float, Key, int] | None = None
         for key, ladder in ladders.items():
             at = ladder[chosen[key]]
             for step in range(chosen[key] + 1, len(ladder)):

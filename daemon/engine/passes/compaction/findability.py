@@ -53,7 +53,7 @@ def authored(path: str, raw: bytes) -> tuple[str, tuple[str, ...]]:
     digest = hashlib.sha256(raw).digest()
     found = _TOKENS.get(digest)
     if found is None:
-        title, words = "", []
+        title, found_words = "", []
         for line in KnowledgeFile(path, raw).body_lines:
             if line.startswith("## Index detail"):
                 break
@@ -61,8 +61,8 @@ def authored(path: str, raw: bytes) -> tuple[str, tuple[str, ...]]:
                 continue
             if line.startswith("# ") and not title:
                 title = line[2:].strip()
-            words += tokens(line)
-        found = _TOKENS[digest] = (title, tuple(words))
+            found_words += tokens(line)
+        found = _TOKENS[digest] = (title, tuple(found_words))
         if len(_TOKENS) > KNOWN_FILES:
             _TOKENS.popitem(last=False)
     title, words = found

@@ -378,8 +378,8 @@ def _plan_once(files: dict[str, bytes], limits: Limits, today: str, catalog_line
         kind = "merged" if entry.merged else "cut" if entry.cut else "joined"
         plan.changes.append(EntryChange(kind, entry.paths, entry.as_read,
                                         after, entry.detail_target))
-    after = Tree(plan.files)
+    carried_out = Tree(plan.files)
     for path in sorted(p for p in plan.files if is_tier_path(p)):
-        if after.over_cap(path, limits):
+        if carried_out.over_cap(path, limits):
             plan.debt.append(f"{path} is still over its caps")
     return plan

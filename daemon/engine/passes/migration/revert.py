@@ -148,8 +148,8 @@ def revert_migration(ctx: PassContext) -> MigrateOutcome:
         if move is None:
             continue
         ledger = take_ledger(root)
-        last = ledger.last_event_by_path.get(move.source) if ledger else None
-        if last is not None and last.is_archive and last.value("sha256") == move.sha256:
+        event = ledger.last_event_by_path.get(move.source) if ledger else None
+        if event is not None and event.is_archive and event.value("sha256") == move.sha256:
             archived = root / move.target
             observed = sha256_hex(archived.read_bytes()) if archived.is_file() else None
             modified = observed is not None and observed != move.sha256
