@@ -345,13 +345,16 @@ def stopped_by_ctrl_c(store: Path, operation: str, command: str) -> Iterator[Non
         if asked.is_set():
             raise KeyboardInterrupt
         asked.set()
-        click.echo(f"distilld: stopping the {operation} at its next step; what it wrote is undone "
+        click.echo(f"distilld: stopping the {operation} at its next step and undoing what it wrote "
                    "(Ctrl-C again to stop at once)", err=True)
 
     previous = signal.signal(signal.SIGINT, on_ctrl_c)
     try:
         with stoppable(asked.is_set):
             yield
+        if asked.is_set():  # it had finished (and been committed) before it reached a step to stop at
+            click.echo(f"distilld: the {operation} had finished before it could stop: what it wrote is kept",
+                       err=True)
     except PassStopped as stopped:
         raise _interrupted(f"interrupted: {stopped}") from None
     except KeyboardInterrupt:

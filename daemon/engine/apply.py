@@ -28,7 +28,7 @@ from ..store.findings import Finding, fail
 from ..store.lossless import check_c4
 from ..store.snapshot import Snapshot, planned_snapshot, take_snapshot
 from ..store.text import sha256_hex
-from .cancel import PassStopped, checkpoint
+from .cancel import PassStopped, checkpoint, stop_asked
 from .carrying import REVERSIBLE, Carrying
 from .context import PassContext
 from .executor import Executor, FileRemove, FileWrite, Pacer, PlanStopped, Step
@@ -248,9 +248,13 @@ def roll_back(ctx: PassContext, journal: PassJournal, run: JournalRun, reason: s
                                f"since: {lost[0].message}")
             journal.finish()
             return
-        order = list(undo.give)
+        # Every file given back its bytes before any file the pass made is removed: a split parent
+        # holds again what moved to its child before the child goes, so an undo stopped midway
+        # (a file changed under it) leaves lines twice at worst, never nowhere.
+        steps = sorted(undo.give.items(), key=lambda item: item[1] is None)
+        order = [path for path, _ in steps]
         stopped: int | None = None
-        for index, (path, data) in enumerate(undo.give.items()):
+        for index, (path, data) in enumerate(steps):
             before = undo.seen[path]
             op: FileWrite | FileRemove = FileRemove(path, before or "") if data is None else FileWrite(path, before, data)
             if data is None and before is None:
@@ -289,11 +293,10 @@ def run_journal(ctx: PassContext, journal: PassJournal, before: Snapshot | None,
         return run
     try:
         _carry_out(ctx, journal, run, carrying.heartbeat_interval, carrying.durable, stoppable=rolls_back)
+        if rolls_back:
+            checkpoint()  # a stop asked for during the last step: before the catalog and the self-check
     except PassStopped:
-        # a stop was asked for (SIGTERM): what this pass wrote is undone, the store is as it was
-        roll_back(ctx, journal, run, "a stop was asked for (SIGTERM or Ctrl-C) before it finished")
-        raise PassStopped(f"the {journal.pass_name} was stopped before it finished and rolled back "
-                          f"({len(run.restored)} files given back their bytes): the store is as it was") from None
+        raise _stopped(ctx, journal, run) from None
     except PlanStopped as stopped:
         if not rolls_back:
             raise
@@ -307,6 +310,23 @@ def run_journal(ctx: PassContext, journal: PassJournal, before: Snapshot | None,
         return run
     if run.self_check:
         roll_back(ctx, journal, run, f"self-check failed after writing: {_listing(run.self_check)}")
+    elif stop_asked():  # during the catalog rebuild or the self-check: the pass is not finished yet
+        raise _stopped(ctx, journal, run)
     else:
         journal.finish()
     return run
+
+
+def _stopped(ctx: PassContext, journal: PassJournal, run: JournalRun) -> PassStopped:
+    """A stop was asked for (SIGTERM, Ctrl-C): what this pass wrote is undone, and the message
+    says whether the store is as it was or which files changed since were kept as they are."""
+    roll_back(ctx, journal, run, "a stop was asked for (SIGTERM or Ctrl-C) before it finished")
+    name = journal.pass_name
+    if not run.kept:
+        return PassStopped(f"the {name} was stopped before it finished and rolled back ({len(run.restored)} "
+                           "files given back their bytes): the store is as it was")
+    return PassStopped(f"the {name} was stopped before it finished and rolled back as far as it could: "
+                       f"{len(run.restored)} files given back their bytes; kept as they are, changed since "
+                       f"the {name} wrote them: {', '.join(run.kept[:5])}"
+                       f"{f' and {len(run.kept) - 5} more' if len(run.kept) > 5 else ''} "
+                       f"({run.rolled_back}); no line is lost, and `distilld check` says what is left")

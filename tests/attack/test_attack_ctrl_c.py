@@ -118,3 +118,42 @@ def test_a_second_ctrl_c_stops_at_once_and_says_how_the_pass_is_finished(committ
     assert interrupted_passes(root) == []
     repo = pygit2.Repository(str(root))
     assert {p: f for p, f in repo.status().items() if not p.startswith(("data/", ".status"))} == {}
+
+
+def compact_with_ctrl_c_at(root: Path, boundary: str) -> subprocess.CompletedProcess[str]:
+    """`compact --apply` given a Ctrl-C at ``boundary`` (crashpoints.py sends the child SIGINT)."""
+    env = {**os.environ, "DISTILLD_CRASH_AT": boundary, "DISTILLD_CRASH_SIGNAL": "SIGINT"}
+    return subprocess.run([sys.executable, "-m", "distilld", "compact", "--apply", str(root)], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_after_the_last_step_still_undoes_the_pass(committed_store: Path) -> None:
+    """While the catalog is rebuilt and the store checked (seconds on a big store), the pass is not
+    finished: a Ctrl-C there used to be ignored (it said "undone", then committed and exited 0)."""
+    root = committed_store
+    head, before = pygit2.Repository(str(root)).head.target, knowledge(root)
+
+    stopped = compact_with_ctrl_c_at(root, "catalog-written")
+
+    assert stopped.returncode == 130, stopped.stdout + stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    assert "the store is as it was" in stopped.stderr, stopped.stderr
+    assert knowledge(root) == before and interrupted_passes(root) == []
+    assert pygit2.Repository(str(root)).head.target == head
+    assert not (root / ".lock").exists()
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_during_the_commit_of_a_finished_pass_says_it_is_kept(committed_store: Path) -> None:
+    root = committed_store
+    head = pygit2.Repository(str(root)).head.target
+
+    finished = compact_with_ctrl_c_at(root, "branch-moved")
+
+    assert finished.returncode in (0, 1), finished.stdout + finished.stderr  # 1: debt it reports
+    assert "Traceback" not in finished.stderr
+    assert "had finished before it could stop: what it wrote is kept" in finished.stderr, finished.stderr
+    assert "undoing" in finished.stderr  # the first Ctrl-C's own line, which promised no more than it could
+    assert pygit2.Repository(str(root)).head.target != head
+    assert interrupted_passes(root) == [] and distilld("check", str(root)).returncode == 0
