@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ....crashpoints import crashpoint
 from ....store import fs
@@ -63,9 +63,17 @@ def _keep_aside(root: Path, directory: MigrationDir, outcome: MigrateOutcome, pa
     """Copy a file changed after the backup into kept-after-backup/ before the revert replaces it."""
     if path not in outcome.kept:
         outcome.kept.append(path)
+    data = (root / path).read_bytes()
     kept = directory.kept / path
-    if kept.exists():
-        fs.remove(kept)  # a copy kept by an earlier, interrupted revert: this one is newer
+    number = 1
+    # A copy an earlier, interrupted revert kept holds what the file held then; a file changed
+    # again since holds more. Both are someone's: the newer goes beside it (x.kept-2.md, ...).
+    while kept.exists():
+        if kept.is_file() and kept.read_bytes() == data:
+            return  # this very version is kept already
+        number += 1
+        name = PurePosixPath(path)
+        kept = directory.kept / name.with_name(f"{name.stem}.kept-{number}{name.suffix}")
     fs.copy_exact(root / path, kept)
 
 

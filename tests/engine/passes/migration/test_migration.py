@@ -302,6 +302,31 @@ def test_a_file_an_agent_changes_while_the_revert_runs_is_kept_aside_before_the_
     assert (only_dir(store).kept / "SPINE.md").read_bytes() == agent_bytes
     assert (store / "SPINE.md").read_bytes() == (tmp_path / "original/SPINE.md").read_bytes()
 
+
+def test_a_revert_run_again_keeps_each_version_an_agent_left_never_one_over_another(store: Path) -> None:
+    """A revert interrupted after it kept SPINE.md aside and put the backup over it; an agent then
+    edits SPINE.md again, and the revert runs again: the first kept copy held line A, the new one
+    line B. The second used to be written over the first, and line A was then nowhere."""
+    import distilld.engine.passes.migration.revert as revert
+    from distilld.engine.passes.migration.apply import MigrateOutcome
+
+    run_migrate(store, POLICY, clock, "apply")
+    directory, outcome = only_dir(store), MigrateOutcome("revert")
+    spine = (store / "SPINE.md").read_bytes()
+    with_a, with_b = spine + b"- [A](projects/saffron.md) - line A\n", spine + b"- [B](projects/saffron.md) - line B\n"
+
+    (store / "SPINE.md").write_bytes(with_a)
+    revert._keep_aside(store, directory, outcome, "SPINE.md")
+    revert._keep_aside(store, directory, outcome, "SPINE.md")  # the same version again: kept once
+    (store / "SPINE.md").write_bytes(with_b)
+    revert._keep_aside(store, directory, outcome, "SPINE.md")
+
+    kept = sorted(p.relative_to(directory.kept).as_posix() for p in directory.kept.rglob("*") if p.is_file())
+    assert kept == ["SPINE.kept-2.md", "SPINE.md"]
+    assert (directory.kept / "SPINE.md").read_bytes() == with_a
+    assert (directory.kept / "SPINE.kept-2.md").read_bytes() == with_b
+    assert outcome.kept == ["SPINE.md"]
+
 # -- lifecycle -----------------------------------------------------------------------------------------
 
 def test_lifecycle_moves_run_only_when_enabled_ledger_first(store: Path, tmp_path: Path) -> None:
