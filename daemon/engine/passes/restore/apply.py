@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from ....store.local import RESTORE_JOURNALS_DIR
 from .. import journalled_pass
 from ...carrying import Carrying
+from ...apply import JournalRun
 from ...driver import Driven
+from ...journal import JournalUnreadable, load_journal
 from ...finish import SelfChecked
 from .plan import RestoreMember, RestorePlan
 
@@ -41,7 +43,7 @@ def restore_outcome(driven: Driven[RestorePlan]) -> RestoreOutcome:
     plan, run = driven.plan, driven.outcome
     notes = driven.notes + [note for member in plan.members for note in _member_notes(member)]
     restored = [m.path for m in plan.members]
-    recovered = driven.recovery is not None and any(path == plan.back for path, _ in driven.recovery.written)
+    recovered = driven.recovery is not None and _journal_names(driven.recovery, plan.back)
     if plan.done and recovered:
         restored = [plan.back]
     elif plan.done:
@@ -49,6 +51,21 @@ def restore_outcome(driven: Driven[RestorePlan]) -> RestoreOutcome:
     outcome = RestoreOutcome(restored, notes)
     outcome.self_check, outcome.still_over_budget = run.self_check, run.still_over_budget
     return outcome
+
+
+def _journal_names(recovery: JournalRun, path: str) -> bool:
+    """The interrupted restore the recovery finished was this one: its journal writes ``path``,
+    whether the kill came before that step or after it (then the recovery wrote only the rest)."""
+    if any(written == path for written, _ in recovery.written):
+        return True
+    if recovery.journal is None:
+        return False
+    try:
+        journal = load_journal(recovery.journal, "restore")
+    except (OSError, JournalUnreadable):
+        return False
+    return any(path in (getattr(op, "path", None), getattr(op, "target", None))
+               for step in journal.steps for op in step.ops)
 
 
 def _member_notes(member: RestoreMember) -> list[str]:

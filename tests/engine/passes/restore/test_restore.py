@@ -662,3 +662,28 @@ def test_a_restore_asked_for_again_is_answered_as_done_and_changes_nothing(tmp_p
     assert files(root) == after_first
     assert cli_main(["restore", "projects/marlin.md", str(root)]) == 0
     assert files(root) == after_first
+
+
+@pytest.mark.slow
+def test_a_restore_asked_again_after_a_kill_past_its_move_reports_the_restore_it_finished(tmp_path: Path) -> None:
+    """Killed after the file came back and was stamped, before the SPINE pointed at it: asked again,
+    the recovery writes only the SPINE. The report used to look for the file among the recovery's
+    writes alone, and said both "finished an interrupted restore" and "back already; nothing to do"."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "store"
+    healthy_store(root)
+    restore = [sys.executable, "-m", "distilld", "restore", "projects/marlin.md", str(root)]
+    killed = subprocess.run(restore, env={**os.environ, "DISTILLD_CRASH_AT": "step-marked:2"},
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    assert (root / "projects/marlin.md").exists() and MARLIN_ENTRY not in (root / "SPINE.md").read_text()
+
+    again = subprocess.run(restore, capture_output=True, text=True, timeout=300)
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "back already" not in again.stdout + again.stderr
+    assert "restored projects/marlin.md" in again.stdout, again.stdout
+    assert MARLIN_ENTRY in (root / "SPINE.md").read_text()
