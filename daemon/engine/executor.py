@@ -172,10 +172,8 @@ class Step:
 # -- carrying out ----------------------------------------------------------------------------
 
 def _sha(path: Path) -> str | None:
-    try:
-        return sha256_hex(path.read_bytes())
-    except FileNotFoundError:
-        return None
+    data = _read(path)
+    return None if data is None else sha256_hex(data)
 
 
 class Pacer:
@@ -241,6 +239,25 @@ def move_state(root: Path, move: FileMove) -> str:
             f"target {target or 'absent'}, planned {move.sha256}); stopped")
 
 
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+EDIT_ATTEMPTS = 3  # a file changed while its edit was flushed: edited again from it as it is now
+
+
+def _changed_since_planned(root: Path, op: FileWrite, current: str | None) -> str:
+    state = "absent" if current is None else f"sha256 {current}"
+    expected = "absent" if op.before is None else f"sha256 {op.before}"
+    return (f"{root / op.path}: changed since the plan was made ({state}, the plan expects {expected}); "
+            "stopped before writing it, so that change is kept. A compaction undoes its own writes and plans "
+            "again by itself; for a migration, `distilld migrate --revert` puts the backup back and keeps later "
+            "changes aside; otherwise compare the file with git (`git diff`) and run the command again")
+
+
 class Executor:
     """Carries out a pass's steps in order, each operation idempotent, and paces the lock's
     heartbeat. ``durable`` writes each file to disk before the next operation, for passes whose
@@ -286,6 +303,23 @@ class Executor:
                 return index + 1
         return 0
 
+    def _edit(self, relative: str, edit: Callable[[bytes | None], bytes | None]) -> list[tuple[str, str]]:
+        """An edit of a file as it is (a stamp, a SPINE pointer): made again from the file as it
+        is now when a lockless writer changed it while the edited bytes were being flushed."""
+        path = self.root / relative
+        for _ in range(EDIT_ATTEMPTS):
+            raw = _read(path)
+            edited = edit(raw)
+            if edited is None:
+                return []
+            try:
+                fs.atomic_write(path, edited, durable=self.durable, unchanged=lambda: _read(path) == raw)
+            except fs.ChangedMeanwhile:
+                continue
+            return [(relative, sha256_hex(edited))]
+        raise PlanStopped(f"{path}: changed by another program {EDIT_ATTEMPTS} times while it was being edited; "
+                          "stopped, so its changes are kept: run the command again")
+
     def carry_out(self, op: Op) -> list[tuple[str, str]]:
         """Do ``op`` unless it is done; the (path, checksum) of every file it wrote or moved."""
         root = self.root
@@ -294,14 +328,12 @@ class Executor:
             if current == op.after:
                 return []
             if current != op.before:
-                state = "absent" if current is None else f"sha256 {current}"
-                expected = "absent" if op.before is None else f"sha256 {op.before}"
-                raise PlanStopped(f"{root / op.path}: changed since the plan was made ({state}, the plan "
-                                  f"expects {expected}); stopped before writing it, so that change is kept. A "
-                                  "compaction undoes its own writes and plans again by itself; for a migration, "
-                                  "`distilld migrate --revert` puts the backup back and keeps later changes aside; "
-                                  "otherwise compare the file with git (`git diff`) and run the command again")
-            fs.atomic_write(root / op.path, op.data, durable=self.durable)
+                raise PlanStopped(_changed_since_planned(root, op, current))
+            try:
+                fs.atomic_write(root / op.path, op.data, durable=self.durable,
+                                unchanged=lambda: _sha(root / op.path) == op.before)
+            except fs.ChangedMeanwhile:
+                raise PlanStopped(_changed_since_planned(root, op, _sha(root / op.path))) from None
             return [(op.path, op.after)]
         if isinstance(op, FileRemove):
             current = _sha(root / op.path)
@@ -330,49 +362,24 @@ class Executor:
             fs.append_line(root / LEDGER, op.line(ledger_stamp(ledger, self.now_stamp())), LEDGER_HEADER)
             return [(LEDGER, _sha(root / LEDGER) or "")]
         if isinstance(op, FrontmatterEdit):
-            try:
-                unstamped = (root / op.path).read_bytes()
-            except FileNotFoundError:
-                raise PlanStopped(f"{root / op.path} is missing; stopped before stamping it (restore it from "
-                                  "git or a backup, then run the command again)") from None
-            stamped = op.result(unstamped)
-            if stamped == unstamped:
-                return []
-            fs.atomic_write(root / op.path, stamped, durable=self.durable)
-            return [(op.path, sha256_hex(stamped))]
+            def stamp(unstamped: bytes | None) -> bytes | None:
+                if unstamped is None:
+                    raise PlanStopped(f"{root / op.path} is missing; stopped before stamping it (restore it from "
+                                      "git or a backup, then run the command again)")
+                stamped = op.result(unstamped)
+                return None if stamped == unstamped else stamped
+
+            return self._edit(op.path, stamp)
         if isinstance(op, SpineEdit):
-            path = root / SPINE
-            try:
-                spine = path.read_bytes()
-            except FileNotFoundError:
-                if not op.entry:
-                    return []  # no SPINE, no pointer to remove
-                raise PlanStopped(f"{path} is missing; stopped before adding the entry for {op.path} (restore "
-                                  "it from git or a backup, then run the command again)") from None
-            edited = op.result(spine)
-            if edited is None:
-                return []
-            fs.atomic_write(path, edited, durable=self.durable)
-            return [(SPINE, sha256_hex(edited))]
-        path = root / op.path
-        current_raw = path.read_bytes() if path.exists() else None
-        data = op.result(current_raw)
-        if current_raw == data:
-            return []
-        fs.atomic_write(path, data, durable=self.durable)
-        return [(op.path, sha256_hex(data))]
+            def point(spine: bytes | None) -> bytes | None:
+                if spine is None:
+                    if not op.entry:
+                        return None  # no SPINE, no pointer to remove
+                    raise PlanStopped(f"{root / SPINE} is missing; stopped before adding the entry for {op.path} "
+                                      "(restore it from git or a backup, then run the command again)")
+                return op.result(spine)
 
+            return self._edit(SPINE, point)
+        twin = op
+        return self._edit(op.path, lambda raw: None if (data := twin.result(raw)) == raw else data)
 
-def planned_checksums(steps: list[Step]) -> dict[str, set[str]]:
-    """Every checksum a path holds at some point of the plan: a file with one of them was
-    written by this plan, not by someone else."""
-    found: dict[str, set[str]] = {}
-    for step in steps:
-        for op in step.ops:
-            if isinstance(op, FileWrite):
-                found.setdefault(op.path, set()).add(op.after)
-            elif isinstance(op, FileMove):
-                found.setdefault(op.target, set()).add(op.sha256)
-            elif isinstance(op, TwinAppend) and op.planned:
-                found.setdefault(op.path, set()).add(op.planned)
-    return found

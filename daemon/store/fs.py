@@ -22,6 +22,7 @@ import errno
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from .confine import (  # noqa: F401 - confined_to and link_refusal are fs's to offer
@@ -103,18 +104,30 @@ def with_line_ending(text_lf: bytes, ending: bytes) -> bytes:
     return text_lf if ending == b"\n" else text_lf.replace(b"\n", ending)
 
 
-def atomic_write(path: Path, data: bytes, durable: bool = True, mode: int | None = None) -> None:
+class ChangedMeanwhile(Exception):
+    """The file was no longer as the writer last saw it when its new bytes were ready: nothing
+    was replaced (see ``atomic_write``'s ``unchanged``)."""
+
+
+def atomic_write(path: Path, data: bytes, durable: bool = True, mode: int | None = None,
+                 unchanged: Callable[[], bool] | None = None) -> None:
     """Replace ``path`` with ``data`` atomically and durably (with permission bits ``mode``
     when given: the status file and service units are written this way too).
 
     ``durable=False`` leaves the flush to a later ``sync_barrier``: for a plan whose journal
     already holds these exact bytes, so a write lost to a power cut is simply done again.
+    ``unchanged`` is asked once the new bytes are on disk, right before they replace the file:
+    a program that does not take the store's lock may append to the file while they are being
+    flushed (tens of milliseconds), and the rename would then drop its lines with the old inode.
+    When it says no, nothing is replaced and ChangedMeanwhile is raised.
     """
     with _parent(path, create=True) as (dir_fd, name):
         _refuse_link_in_place(path, name, dir_fd)
         temporary = temp_name(name)
         try:
             _write_file(temporary, dir_fd, os.O_WRONLY | os.O_CREAT | os.O_EXCL, data, durable, mode)
+            if unchanged is not None and not unchanged():
+                raise ChangedMeanwhile(str(path))
             os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except OSError as error:
             if error.filename is not None:

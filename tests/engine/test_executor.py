@@ -166,3 +166,54 @@ def test_a_file_changed_while_a_rollback_runs_is_kept_not_written_over(tmp_path:
     assert ours.read_bytes() == originals[0]  # the pass's own write, undone
     assert theirs.read_bytes() == originals[1] + b"- the pass's line\n- the agent's line\n"  # kept whole
     assert "projects/osprey.md" in run.kept and "projects/kestrel.md" in run.restored
+
+
+# -- a lockless writer while the new bytes are flushed --------------------------------------------
+
+def appending_while_flushed(monkeypatch: pytest.MonkeyPatch, target: Path, line: bytes, times: int = 1) -> list[int]:
+    """A writer that appends ``line`` to ``target`` right after the executor's new bytes reach
+    their temp file, before the rename (the flush takes tens of milliseconds on a busy disk)."""
+    from distilld.store import fs
+
+    real = fs._write_file
+    made = [0]
+
+    def write_then_append(name: str, *args: object, **kwargs: object) -> None:
+        real(name, *args, **kwargs)  # type: ignore[arg-type]
+        if made[0] < times:
+            made[0] += 1
+            with open(target, "ab") as handle:
+                handle.write(line)
+
+    monkeypatch.setattr(fs, "_write_file", write_then_append)
+    return made
+
+
+def test_a_line_appended_while_a_planned_write_is_flushed_is_kept(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "projects/x.md"
+    path.parent.mkdir()
+    path.write_bytes(b"# X\n\n- one\n")
+    made = appending_while_flushed(monkeypatch, path, b"- an agent's line\n")
+
+    with pytest.raises(PlanStopped, match="changed since the plan was made"):
+        executor(tmp_path).carry_out(FileWrite("projects/x.md", sha(b"# X\n\n- one\n"), b"# X\n\n- two\n"))
+
+    assert made == [1]
+    assert path.read_bytes() == b"# X\n\n- one\n- an agent's line\n"  # the rename used to drop it
+    assert [p.name for p in path.parent.iterdir()] == ["x.md"]  # no temp file left
+
+
+def test_a_spine_edit_is_made_again_from_a_spine_changed_while_it_was_flushed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spine = tmp_path / "SPINE.md"
+    spine.write_bytes(b"# Index\n\n## Projects\n- [X](projects/x.md) \xe2\x80\x94 x. Read for x.\n")
+    (tmp_path / "projects").mkdir()
+    (tmp_path / "projects/x.md").write_bytes(b"# X\n")
+    agent = b"- [Agent](projects/agent.md) \xe2\x80\x94 agent. Read for the agent.\n"
+    appending_while_flushed(monkeypatch, spine, agent)
+
+    executor(tmp_path).carry_out(SpineEdit("projects/x.md", ""))  # remove the pointer to projects/x.md
+
+    after = spine.read_bytes()
+    assert b"projects/x.md" not in after and agent in after
