@@ -301,8 +301,9 @@ def committed(store: Path, operation: str, policy_value: Any, wait: float = 0) -
 
 
 def interrupted_pass(store: Path, operation: str, command: str) -> Exception:
-    """Ctrl-C during a journalled write pass (compact, a driven pass): the error that says what
-    it left and how it is finished, instead of a bare "interrupted"."""
+    """Ctrl-C during a journalled write pass (compact, gc, restore, a driven pass): the error that
+    says what it left and how it is finished (``command``: what runs it again), instead of a bare
+    "interrupted"."""
     from ..engine.recovery import interrupted_passes
 
     root = store.expanduser().resolve()
@@ -310,7 +311,7 @@ def interrupted_pass(store: Path, operation: str, command: str) -> Exception:
     if not left:
         return _interrupted(f"interrupted: the {operation} left nothing unfinished (nothing of it is committed)")
     return _interrupted(f"interrupted: the {operation} stopped part way; {left[0]} is unfinished and nothing of "
-                        f"it is committed. The next `distilld {command} --apply` (or any write pass, or the "
+                        f"it is committed. The next `distilld {command}` (or any write pass, or the "
                         "daemon's next one) finishes it first")
 
 
@@ -358,7 +359,7 @@ def stopped_by_ctrl_c(store: Path, operation: str, command: str) -> Iterator[Non
     except PassStopped as stopped:
         raise _interrupted(f"interrupted: {stopped}") from None
     except KeyboardInterrupt:
-        raise interrupted_pass(store, operation, command) from None
+        raise interrupted_pass(store, operation, f"{command} --apply") from None
     finally:
         signal.signal(signal.SIGINT, previous)
 

@@ -523,3 +523,25 @@ def test_occurrence_table_matches_an_uninterrupted_run(tmp_path: Path, monkeypat
         clean(commands[operation](root))
         assert {b: reached[b] for b in expected} == expected, operation
         assert set(reached) <= set(expected), operation
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("operation", ["gc", "restore"])
+def test_a_ctrl_c_of_gc_or_restore_says_what_it_left_and_the_next_run_finishes_it(store: Path, operation: str,
+                                                                                 tmp_path: Path) -> None:
+    """gc and restore only roll forward: a Ctrl-C at a move leaves their journal. The message used to
+    be a bare "interrupted"; it names the journal and the command that finishes it."""
+    args = prepare(operation, store) if operation == "restore" else gc_apply(store)
+    env = {**os.environ, CRASH_ENV: "file-moved:1", "DISTILLD_CRASH_SIGNAL": "SIGINT"}
+    stopped = subprocess.run([sys.executable, "-m", "distilld", *args], env=env, capture_output=True, text=True,
+                             timeout=300)
+    assert stopped.returncode == 130, stopped.stdout + stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    rerun = "gc --apply" if operation == "gc" else f"restore {RESTORE_TARGET}"
+    assert "is unfinished" in stopped.stderr and f"`distilld {rerun}`" in stopped.stderr, stopped.stderr
+
+    finished = subprocess.run([sys.executable, "-m", "distilld", *args], capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    said = "recovery: manifest" if operation == "gc" else "finished an interrupted restore"
+    assert said in finished.stdout, finished.stdout
+    assert [f for f in check_store(take_snapshot(store), LIMITS) if f.severity == "fail"] == []
