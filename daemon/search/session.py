@@ -145,8 +145,10 @@ class SearchIndex:
         last = self._last
         watched = last is not None and seen is not None \
             and time.monotonic() - self._scanned_at < WATCHED_RECHECK_SECONDS
+        # The watch's events reach its thread a moment after the write; a folder's stamp moves at
+        # once, so a file added, removed or renamed is seen by the very next question.
         if watched and last is not None and seen == self._changes_seen and self._same_file() \
-                and self._unchanged_meta(last):
+                and self._folders_unchanged() and self._unchanged_meta(last):
             return last
         # Without a watch, folder stamps stand in for a full check for ``recheck_after``; a watch
         # that saw a change knows better (an edit in place moves no folder's stamp).
@@ -156,9 +158,12 @@ class SearchIndex:
             return self._last
         self._changes_seen = seen  # read before the scan: a change during it is seen next time
         changed = self.changed_paths() if self.changed_paths is not None else None
+        if not self._folders_unchanged():
+            changed = None  # a file added or removed that the watch may not have told yet: check every file
         for _ in range(ATTEMPTS):
-            # The folder stamps stand in for a full check only while no watch runs (see above).
-            by_folders = bool(self.recheck_after) and seen is None
+            # The folder stamps stand in for a full check only while no watch runs (see above);
+            # with one, they catch what its events have not told yet.
+            by_folders = bool(self.recheck_after)
             folders = folder_stamps(self.root, self._folder_names) if by_folders else ()
             if watched and changed is not None and self._last is not None:
                 state = state_with_changes(self.root, self._last.state, changed)
@@ -185,6 +190,9 @@ class SearchIndex:
                 return self._last
         raise StoreChanging(f"{self.root}: the store kept changing while its index was brought up to date; "
                             "ask again in a moment")
+
+    def _folders_unchanged(self) -> bool:
+        return not self.recheck_after or folder_stamps(self.root, self._folder_names) == self._folders
 
     def _unchanged_meta(self, last: Current) -> bool:
         """The index file still holds what ``last`` read (no other process updated it since)."""

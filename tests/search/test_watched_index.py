@@ -90,3 +90,24 @@ def test_as_the_server_runs_it_an_edit_the_watch_saw_is_found_at_once_from_that_
                  "the renamed file found under its new name")
     finally:
         counter.stop()
+
+
+def test_a_file_added_before_the_watch_told_of_it_is_found_by_the_next_question(
+        tmp_path: Path, distilld_dirs: dict[str, Path]) -> None:
+    """The watch's events reach its thread a moment after the write. A server asked right after an
+    edit in place (told) and a new file (not told yet) took the told paths for all that changed,
+    and missed the new file ("a new file: seen at once" failed now and then); its folder's stamp
+    moved at once, and that stamp now makes every file be checked."""
+    store = healthy_store(tmp_path / "store").root
+    told: dict[str, object] = {"count": 0, "paths": set()}
+    index = SearchIndex(store, recheck_after=60.0, changes=lambda: told["count"],  # type: ignore[arg-type,return-value]
+                        changed_paths=lambda: told.pop("paths", set()))  # type: ignore[arg-type,return-value]
+    assert paths_found(find_answer(index, "schema registry"))[0] == "projects/kestrel.md"
+
+    with open(store / "ops/deploy.md", "a", encoding="utf-8") as handle:
+        handle.write("- The zanzibarquux canary gates every rollout.\n")
+    (store / "craft/narwhal.md").write_text("# Narwhal\n\n- The narwhal rule.\n", encoding="utf-8")
+    told["count"], told["paths"] = 1, {"ops/deploy.md"}  # the watch has told of the edit alone
+
+    assert paths_found(find_answer(index, "narwhal")) == ["craft/narwhal.md"]
+    assert paths_found(find_answer(index, "zanzibarquux"))[0] == "ops/deploy.md"
