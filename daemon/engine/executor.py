@@ -235,8 +235,13 @@ def move_state(root: Path, move: FileMove) -> str:
         return "done"
     if source == move.sha256 and target is None:
         return "pending"
-    return (f"{root / move.source}: cannot move it to {move.target} as planned (source {source or 'absent'}, "
-            f"target {target or 'absent'}, planned {move.sha256}); stopped")
+    why = (f"{root / move.source}: cannot move it to {move.target} as planned (source {source or 'absent'}, "
+           f"target {target or 'absent'}, planned {move.sha256}); stopped")
+    if source is not None and target is None:  # edited after the plan: the journal cannot go on by itself
+        why += (f". It was changed after the pass planned the move. To finish: copy it aside, put back the "
+                f"bytes the plan names (`git checkout -- {move.source}` in a git store, if its last commit "
+                f"holds them), run the command again, then carry your change over to {move.target}")
+    return why
 
 
 def _read(path: Path) -> bytes | None:

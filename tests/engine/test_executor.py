@@ -217,3 +217,15 @@ def test_a_spine_edit_is_made_again_from_a_spine_changed_while_it_was_flushed(
 
     after = spine.read_bytes()
     assert b"projects/x.md" not in after and agent in after
+
+
+def test_a_move_whose_source_was_edited_after_the_plan_says_how_to_finish(store: Path) -> None:
+    """The journal of a restore (or gc) whose file an agent edited after the plan can never go on
+    by itself: every later write pass stopped on it with a line that did not say what to do."""
+    (store / "archive/projects/y.md").write_bytes(ARCHIVED + b"- an agent's edit in the archive\n")
+    with pytest.raises(PlanStopped) as stopped:
+        executor(store).run(restore_step())
+    said = str(stopped.value)
+    assert "changed after the pass planned the move" in said
+    assert "`git checkout -- archive/projects/y.md`" in said and "carry your change over to projects/y.md" in said
+    assert (store / "archive/projects/y.md").read_bytes().endswith(b"- an agent's edit in the archive\n")
