@@ -47,6 +47,7 @@ class JournalRun(SelfChecked):
     restored: list[str] = field(default_factory=list)  # files the rollback gave their bytes back
     kept: list[str] = field(default_factory=list)  # files changed under the pass, kept as they are
     interrupted: bool = False  # a file changed under the pass: plan again
+    undo_refused: bool = False  # undoing would have lost lines written since: the writes stay
 
     def absorb(self, other: JournalRun) -> None:
         """Take in the run of a later journal (a recovery that finished several)."""
@@ -58,6 +59,7 @@ class JournalRun(SelfChecked):
         self.restored += other.restored
         self.kept += other.kept
         self.interrupted = self.interrupted or other.interrupted
+        self.undo_refused = self.undo_refused or other.undo_refused
 
     def rollback_note(self, what: str) -> str:
         kept = f"; kept as changed since: {', '.join(self.kept)}" if self.kept else ""
@@ -246,6 +248,7 @@ def roll_back(ctx: PassContext, journal: PassJournal, run: JournalRun, reason: s
             run.kept = sorted(set(run.kept) | set(undo.give))
             run.rolled_back = (f"{journal.rolling_back}; not undone, because undoing would lose lines written "
                                f"since: {lost[0].message}")
+            run.undo_refused = True
             journal.finish()
             return
         # Every file given back its bytes before any file the pass made is removed: a split parent
@@ -322,11 +325,16 @@ def _stopped(ctx: PassContext, journal: PassJournal, run: JournalRun) -> PassSto
     says whether the store is as it was or which files changed since were kept as they are."""
     roll_back(ctx, journal, run, "a stop was asked for (SIGTERM or Ctrl-C) before it finished")
     name = journal.pass_name
+    kept = f"{', '.join(run.kept[:5])}{f' and {len(run.kept) - 5} more' if len(run.kept) > 5 else ''}"
+    if run.undo_refused:
+        return PassStopped(f"the {name} was stopped before it finished and {len(run.restored)} files were given "
+                           f"back their bytes; the rest is not undone ({run.rolled_back}), so these stay as the "
+                           f"{name} and others left them: {kept}. No line is lost, and the next compaction plans "
+                           "from the store as it is (`distilld check` says what is left)")
     if not run.kept:
         return PassStopped(f"the {name} was stopped before it finished and rolled back ({len(run.restored)} "
                            "files given back their bytes): the store is as it was")
     return PassStopped(f"the {name} was stopped before it finished and rolled back as far as it could: "
                        f"{len(run.restored)} files given back their bytes; kept as they are, changed since "
-                       f"the {name} wrote them: {', '.join(run.kept[:5])}"
-                       f"{f' and {len(run.kept) - 5} more' if len(run.kept) > 5 else ''} "
-                       f"({run.rolled_back}); no line is lost, and `distilld check` says what is left")
+                       f"the {name} wrote them: {kept} ({run.rolled_back}); no line is lost, and `distilld "
+                       "check` says what is left")

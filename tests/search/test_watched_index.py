@@ -111,3 +111,21 @@ def test_a_file_added_before_the_watch_told_of_it_is_found_by_the_next_question(
 
     assert paths_found(find_answer(index, "narwhal")) == ["craft/narwhal.md"]
     assert paths_found(find_answer(index, "zanzibarquux"))[0] == "ops/deploy.md"
+
+
+def test_a_held_lock_s_heartbeat_in_the_store_folder_does_not_make_every_question_scan(
+        tmp_path: Path, distilld_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock's heartbeat renames .lock into the store's own folder once a second, which moves
+    that folder's stamp; only the knowledge folders' stamps (and SPINE.md's, CATALOG.md's) say a
+    file was added."""
+    import os
+
+    store = healthy_store(tmp_path / "store").root
+    index = SearchIndex(store, recheck_after=60.0, changes=lambda: 0, changed_paths=lambda: set())
+    assert paths_found(find_answer(index, "schema registry"))[0] == "projects/kestrel.md"
+    scans = counting_scans(monkeypatch)
+    for beat in range(5):
+        (store / ".lock.tmp").write_text(f"heartbeat {beat}\n")
+        os.replace(store / ".lock.tmp", store / ".lock")  # as the heartbeat does
+        assert paths_found(find_answer(index, "schema registry"))[0] == "projects/kestrel.md"
+    assert scans == []
