@@ -326,6 +326,17 @@ def _interrupted(message: str) -> Exception:
 
 
 @contextmanager
+def finished_later_on_ctrl_c(store: Path, operation: str, command: str) -> Iterator[None]:
+    """A write pass that only rolls forward (gc, restore), run from the command line: a Ctrl-C
+    leaves its journal, and the error says which one and that ``command`` (or any write pass)
+    finishes it."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise interrupted_pass(store, operation, command) from None
+
+
+@contextmanager
 def stopped_by_ctrl_c(store: Path, operation: str, command: str) -> Iterator[None]:
     """A write pass that rolls back, run from the command line: the first Ctrl-C asks it to stop
     at its next boundary, as the daemon's SIGTERM does, and what it wrote is undone (the store as

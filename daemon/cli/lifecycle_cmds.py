@@ -9,7 +9,7 @@ from ._common import (
     committed,
     emit,
     emit_report,
-    interrupted_pass,
+    finished_later_on_ctrl_c,
     json_option,
     mode_flag,
     now,
@@ -48,12 +48,10 @@ def gc(ctx: click.Context, manifest: str | None, wait: float, as_json: bool) -> 
     the_policy = policy(ctx)
     store = store_path(ctx)
     if mode == "apply":
-        try:  # gc only rolls forward: a Ctrl-C leaves its manifest for the next write pass to finish
-            with committed(store, "lifecycle", the_policy, wait) as record:
-                report = gc_action.run_gc_apply(store, the_policy, now, wait)
-                record.subject, record.body = report.commit_message()
-        except KeyboardInterrupt:
-            raise interrupted_pass(store, "lifecycle pass", "gc --apply") from None
+        with finished_later_on_ctrl_c(store, "lifecycle pass", "gc --apply"), \
+                committed(store, "lifecycle", the_policy, wait) as record:
+            report = gc_action.run_gc_apply(store, the_policy, now, wait)
+            record.subject, record.body = report.commit_message()
     elif mode == "revert":
         with committed(store, "revert", the_policy, wait) as record:
             report = gc_action.run_gc_revert(store, the_policy, now, manifest, wait)
@@ -83,12 +81,10 @@ def restore(ctx: click.Context, path: str, wait: float, as_json: bool) -> None:
 
     store = store_path(ctx)
     the_policy = policy(ctx)
-    try:  # a restore only rolls forward: a Ctrl-C leaves its journal for the next write pass
-        with committed(store, "restore", the_policy, wait) as record:
-            outcome = restore_action.run_restore(store, path, the_policy, now, wait)
-            record.subject = f"distilld: restored {', '.join(outcome.restored) or path}"
-    except KeyboardInterrupt:
-        raise interrupted_pass(store, "restore", f"restore {path}") from None
+    with finished_later_on_ctrl_c(store, "restore", f"restore {path}"), \
+            committed(store, "restore", the_policy, wait) as record:
+        outcome = restore_action.run_restore(store, path, the_policy, now, wait)
+        record.subject = f"distilld: restored {', '.join(outcome.restored) or path}"
     emit_report("restore", outcome, as_json, restore_action.render_text, restore_action.render_json)
     ctx.exit(0 if outcome.ok else 1)
 

@@ -385,6 +385,11 @@ class Executor:
                 return op.result(spine)
 
             return self._edit(SPINE, point)
-        twin = op
-        return self._edit(op.path, lambda raw: None if (data := twin.result(raw)) == raw else data)
+        twin = op  # evidence lines appended to a twin
+
+        def append(raw: bytes | None) -> bytes | None:
+            appended = twin.result(raw)
+            return None if appended == raw else appended
+
+        return self._edit(op.path, append)
 

@@ -25,7 +25,7 @@ from ..crashpoints import crashpoint
 from ..errors import DistilldError
 from ..store import fs
 from ..store.text import whole_lines
-from .executor import FileWrite, Step
+from .executor import FileMove, FileWrite, Step, TwinAppend
 from .step_json import op_from_json, op_to_json, step_from_json, step_to_json
 
 
@@ -175,3 +175,18 @@ def unfinished_journals(directory: Path, pass_name: str) -> list[PassJournal]:
     journals = [load_journal(p, pass_name) for p in sorted(directory.glob("*.jsonl"), key=journal_order)
                 if not closed(p)]
     return [j for j in journals if not j.finished]
+
+
+def planned_checksums(steps: list[Step]) -> dict[str, set[str]]:
+    """Every checksum a path holds at some point of the plan: a file with one of them was
+    written by this plan, not by someone else."""
+    found: dict[str, set[str]] = {}
+    for step in steps:
+        for op in step.ops:
+            if isinstance(op, FileWrite):
+                found.setdefault(op.path, set()).add(op.after)
+            elif isinstance(op, FileMove):
+                found.setdefault(op.target, set()).add(op.sha256)
+            elif isinstance(op, TwinAppend) and op.planned:
+                found.setdefault(op.path, set()).add(op.planned)
+    return found

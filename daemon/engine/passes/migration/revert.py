@@ -30,12 +30,11 @@ from ...executor import (
     Op,
     Pacer,
     PlanStopped,
-    Step,
-    TwinAppend,
     append_ledger,
     take_ledger,
 )
 from ...finish import write_catalog
+from ...journal import planned_checksums
 from .apply import MigrateOutcome, MigrationRefused, knowledge_files
 from .checklist import MigrationDir, migration_dirs, moved_by
 
@@ -196,17 +195,3 @@ def revert_migration(ctx: PassContext) -> MigrateOutcome:
     ctx.heartbeat()
     return outcome
 
-
-def planned_checksums(steps: list[Step]) -> dict[str, set[str]]:
-    """Every checksum a path holds at some point of the plan: a file with one of them was
-    written by this plan, not by someone else."""
-    found: dict[str, set[str]] = {}
-    for step in steps:
-        for op in step.ops:
-            if isinstance(op, FileWrite):
-                found.setdefault(op.path, set()).add(op.after)
-            elif isinstance(op, FileMove):
-                found.setdefault(op.target, set()).add(op.sha256)
-            elif isinstance(op, TwinAppend) and op.planned:
-                found.setdefault(op.path, set()).add(op.planned)
-    return found

@@ -17,7 +17,7 @@ from .. import journalled_pass
 from ...carrying import Carrying
 from ...apply import JournalRun
 from ...driver import Driven
-from ...journal import JournalUnreadable, load_journal
+from ...journal import JournalUnreadable, load_journal, planned_checksums
 from ...finish import SelfChecked
 from .plan import RestoreMember, RestorePlan
 
@@ -64,8 +64,7 @@ def _journal_names(recovery: JournalRun, path: str) -> bool:
         journal = load_journal(recovery.journal, "restore")
     except (OSError, JournalUnreadable):
         return False
-    return any(path in (getattr(op, "path", None), getattr(op, "target", None))
-               for step in journal.steps for op in step.ops)
+    return path in planned_checksums(journal.steps)
 
 
 def _member_notes(member: RestoreMember) -> list[str]:
